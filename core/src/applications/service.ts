@@ -1,0 +1,141 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Caller } from '../access/caller.js';
+import { isUniqueViolation } from '../db/dialect.js';
+import type { ApplicationsTable, Database } from '../db/schema.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import { nowIso } from '../util/time.js';
+
+export interface Application {
+  id: string;
+  name: string;
+  attributes: string[];
+  admin: boolean;
+  createdDate: string;
+  modifiedDate: string;
+}
+
+export interface CreateApplicationInput {
+  name: string;
+  attributes?: string[];
+  admin?: boolean;
+  /** Lets a deployment keep a key it already uses; otherwise one is generated. */
+  apiKey?: string;
+}
+
+const MIN_KEY_LENGTH = 16;
+
+/**
+ * API keys are stored as SHA-256 only. Generated keys carry 256 bits of entropy, so an
+ * unsalted fast hash is enough and keeps authentication to one indexed lookup.
+ */
+export function hashApiKey(apiKey: string): string {
+  return createHash('sha256').update(apiKey, 'utf8').digest('hex');
+}
+
+export function generateApiKey(): string {
+  return `vk_${randomBytes(32).toString('base64url')}`;
+}
+
+function toApplication(row: ApplicationsTable): Application {
+  return {
+    id: row.id,
+    name: row.name,
+    attributes: JSON.parse(row.attributes) as string[],
+    admin: row.admin === 1,
+    createdDate: row.created_date,
+    modifiedDate: row.modified_date,
+  };
+}
+
+export class ApplicationService {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async create(input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
+    const name = input.name?.trim();
+    if (!name) throw badRequest('Application name is required');
+    const attributes = input.attributes ?? ['*'];
+    for (const attribute of attributes) {
+      if (attribute !== '*' && !/^[A-Za-z0-9_]+$/.test(attribute)) {
+        throw badRequest('Application attributes must be attribute keys or "*"');
+      }
+    }
+    const apiKey = input.apiKey ?? generateApiKey();
+    if (apiKey.length < MIN_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_KEY_LENGTH} characters`);
+    const hash = hashApiKey(apiKey);
+    const existing = await this.db.selectFrom('applications').select('id').where('api_key_hash', '=', hash).executeTakeFirst();
+    if (existing) throw conflict('API key is already in use');
+    const now = nowIso();
+    const row: ApplicationsTable = {
+      id: randomUUID(),
+      name,
+      api_key_hash: hash,
+      attributes: JSON.stringify(attributes.includes('*') ? ['*'] : [...new Set(attributes)]),
+      admin: input.admin ? 1 : 0,
+      created_date: now,
+      modified_date: now,
+    };
+    try {
+      await this.db.insertInto('applications').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict('API key is already in use');
+      throw err;
+    }
+    return { application: toApplication(row), apiKey };
+  }
+
+  async list(): Promise<Application[]> {
+    const rows = await this.db.selectFrom('applications').selectAll().orderBy('created_date').orderBy('id').execute();
+    return rows.map(toApplication);
+  }
+
+  async get(id: string): Promise<Application> {
+    const row = await this.db.selectFrom('applications').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw notFound('Application not found');
+    return toApplication(row);
+  }
+
+  async delete(id: string): Promise<void> {
+    const app = await this.get(id);
+    if (app.admin) {
+      const admins = await this.db.selectFrom('applications').select('id').where('admin', '=', 1).limit(2).execute();
+      if (admins.length < 2) throw conflict('Cannot delete the last admin application');
+    }
+    await this.db.deleteFrom('applications').where('id', '=', id).execute();
+  }
+
+  async authenticate(apiKey: string): Promise<Caller | undefined> {
+    if (apiKey.length < MIN_KEY_LENGTH || apiKey.length > 512) return undefined;
+    const row = await this.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('api_key_hash', '=', hashApiKey(apiKey))
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const attributes = JSON.parse(row.attributes) as string[];
+    return {
+      applicationId: row.id,
+      name: row.name,
+      admin: row.admin === 1,
+      attributes: attributes.includes('*') ? '*' : new Set(attributes),
+    };
+  }
+
+  /**
+   * Start-up: make sure an operator can get in. Returns a key only when one was generated,
+   * so the caller prints it exactly once.
+   */
+  async bootstrapAdmin(configuredKey: string | undefined): Promise<string | undefined> {
+    if (configuredKey !== undefined) {
+      const known = await this.authenticate(configuredKey);
+      if (known?.admin) return undefined;
+      if (known) throw new Error('VAULT_ADMIN_API_KEY belongs to an application that is not an admin');
+      await this.create({ name: 'admin', admin: true, attributes: ['*'], apiKey: configuredKey });
+      return undefined;
+    }
+    const anyAdmin = await this.db.selectFrom('applications').select('id').where('admin', '=', 1).executeTakeFirst();
+    if (anyAdmin) return undefined;
+    const { apiKey } = await this.create({ name: 'admin', admin: true, attributes: ['*'] });
+    return apiKey;
+  }
+}

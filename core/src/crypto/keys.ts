@@ -1,0 +1,148 @@
+/**
+ * The vault's RSA key registry. The vault knows public keys only; private keys arrive in a
+ * request header, are checked against a registered public key, used, and dropped.
+ */
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { badRequest } from '../errors.js';
+import { nowIso } from '../util/time.js';
+
+export const INVALID_KEY = 'Encoded key provided is invalid';
+const MAX_HEADER_LENGTH = 32 * 1024;
+
+export interface RegisteredKey {
+  id: string;
+  publicKey: KeyObject;
+  status: 'active' | 'retired';
+}
+
+export interface KeyPairHeaders {
+  /** Base64 of the PEM public key: the X-Encryption-Key header value. */
+  publicKey: string;
+  /** Base64 of the PEM private key: the X-Decryption-Key header value. */
+  privateKey: string;
+  publicPem: string;
+  privatePem: string;
+}
+
+export function generateKeyPair(modulusLength = 3072): KeyPairHeaders {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+    modulusLength,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return {
+    publicPem: publicKey,
+    privatePem: privateKey,
+    publicKey: Buffer.from(publicKey).toString('base64'),
+    privateKey: Buffer.from(privateKey).toString('base64'),
+  };
+}
+
+/** Key id: SHA-256 of the SPKI DER, so PKCS#1 and SPKI spellings of one key agree. */
+export function keyFingerprint(publicKey: KeyObject): string {
+  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
+}
+
+function decodeHeader(header: unknown): string {
+  if (typeof header !== 'string' || header.length === 0 || header.length > MAX_HEADER_LENGTH) throw badRequest(INVALID_KEY);
+  const text = Buffer.from(header, 'base64').toString('utf8');
+  // Clients differ on whether the PEM is base64-wrapped; accept the bare PEM too.
+  return text.includes('-----BEGIN') ? text : header;
+}
+
+export function parsePublicKeyHeader(header: unknown): KeyObject {
+  const pem = decodeHeader(header);
+  try {
+    const key = createPublicKey({ key: pem, format: 'pem' });
+    if (key.asymmetricKeyType !== 'rsa') throw new Error('not RSA');
+    return key;
+  } catch {
+    throw badRequest(INVALID_KEY);
+  }
+}
+
+export function parsePrivateKeyHeader(header: unknown): KeyObject {
+  const pem = decodeHeader(header);
+  try {
+    const key = createPrivateKey({ key: pem, format: 'pem' });
+    if (key.asymmetricKeyType !== 'rsa') throw new Error('not RSA');
+    return key;
+  } catch {
+    // The parser's own message could quote key material; never pass it on.
+    throw badRequest(INVALID_KEY);
+  }
+}
+
+export class Keyring {
+  private cache = new Map<string, RegisteredKey>();
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async register(publicKey: KeyObject, status: 'active' | 'retired' = 'active'): Promise<RegisteredKey> {
+    const id = keyFingerprint(publicKey);
+    await this.db.transaction().execute(async (trx) => {
+      if (status === 'active') {
+        await trx.updateTable('encryption_keys').set({ status: 'retired' }).where('status', '=', 'active').where('id', '!=', id).execute();
+      }
+      const existing = await trx.selectFrom('encryption_keys').select('id').where('id', '=', id).executeTakeFirst();
+      if (existing) {
+        await trx.updateTable('encryption_keys').set({ status }).where('id', '=', id).execute();
+      } else {
+        await trx
+          .insertInto('encryption_keys')
+          .values({ id, public_key_pem: publicKey.export({ type: 'spki', format: 'pem' }) as string, status, created_date: nowIso() })
+          .execute();
+      }
+    });
+    this.cache.clear();
+    return { id, publicKey, status };
+  }
+
+  async list(): Promise<RegisteredKey[]> {
+    const rows = await this.db.selectFrom('encryption_keys').selectAll().orderBy('created_date').execute();
+    return rows.map((r) => ({ id: r.id, publicKey: createPublicKey(r.public_key_pem), status: r.status }));
+  }
+
+  async retire(id: string): Promise<void> {
+    await this.db.updateTable('encryption_keys').set({ status: 'retired' }).where('id', '=', id).execute();
+    this.cache.clear();
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.db.deleteFrom('encryption_keys').where('id', '=', id).execute();
+    this.cache.clear();
+  }
+
+  /** The key new data keys are wrapped under. */
+  async active(): Promise<RegisteredKey | undefined> {
+    return (await this.list()).find((k) => k.status === 'active');
+  }
+
+  /** Looks a key up by id; a miss re-reads the table, since another process may have registered it. */
+  async byId(id: string): Promise<RegisteredKey | undefined> {
+    const hit = this.cache.get(id);
+    if (hit) return hit;
+    const row = await this.db.selectFrom('encryption_keys').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) return undefined;
+    const key: RegisteredKey = { id: row.id, publicKey: createPublicKey(row.public_key_pem), status: row.status };
+    this.cache.set(id, key);
+    return key;
+  }
+
+  /** An X-Encryption-Key header that is a registered key (any status), or 400. */
+  async requirePublicKey(header: unknown): Promise<RegisteredKey> {
+    const key = await this.byId(keyFingerprint(parsePublicKeyHeader(header)));
+    if (!key) throw badRequest(INVALID_KEY);
+    return key;
+  }
+
+  /** An X-Decryption-Key header whose public half is registered, or 400. */
+  async requirePrivateKey(header: unknown): Promise<{ registered: RegisteredKey; privateKey: KeyObject }> {
+    const privateKey = parsePrivateKeyHeader(header);
+    const registered = await this.byId(keyFingerprint(createPublicKey(privateKey)));
+    if (!registered) throw badRequest(INVALID_KEY);
+    return { registered, privateKey };
+  }
+}

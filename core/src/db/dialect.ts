@@ -1,0 +1,38 @@
+/**
+ * Everything that differs between SQLite and PostgreSQL lives here, so migrations and
+ * domain code are written once.
+ */
+import { sql, type ColumnDataType, type Kysely, type RawBuilder } from 'kysely';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+/** Binary column: ciphertext and wrapped keys. Both drivers hand back a Buffer. */
+export function blobType(dialect: DialectName): ColumnDataType {
+  return dialect === 'postgres' ? 'bytea' : 'blob';
+}
+
+/** An auto-incrementing integer primary key (activity log sequence and similar). */
+export function serialType(dialect: DialectName): RawBuilder<unknown> {
+  return dialect === 'postgres' ? sql`bigserial` : sql`integer`;
+}
+
+/** Counts come back as strings from pg (bigint) and numbers from SQLite. */
+export function toNumber(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value ?? 0);
+}
+
+/** Case-insensitive LIKE on both dialects. */
+export function ilike(dialect: DialectName): 'ilike' | 'like' {
+  return dialect === 'postgres' ? 'ilike' : 'like';
+}
+
+export function dialectOf(db: Kysely<any>): DialectName {
+  const name = db.getExecutor().adapter.constructor.name;
+  return name.toLowerCase().includes('postgres') ? 'postgres' : 'sqlite';
+}
+
+/** A unique or primary-key violation, from either driver: the loser of a race. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}

@@ -1,0 +1,25 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { migrations } from './migrations/index.js';
+
+class StaticProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return migrations;
+  }
+}
+
+/** Runs on every start; concurrent starts are serialised by Kysely's migration lock. */
+export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+  const migrator = new Migrator({ db, provider: new StaticProvider() });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error)?.message ?? 'unknown error'}`);
+  }
+}
+
+/** Readiness: every migration this build knows has been applied. */
+export async function migrationsApplied(db: Kysely<any>): Promise<boolean> {
+  const migrator = new Migrator({ db, provider: new StaticProvider() });
+  const all = await migrator.getMigrations();
+  return all.every((m) => m.executedAt !== undefined);
+}

@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely';
+import * as registry from './0001_registry.js';
+
+/** Ordered by name; each module appends its own migration here. */
+export const migrations: Record<string, Migration> = {
+  '0001_registry': registry,
+};

@@ -1,0 +1,111 @@
+/**
+ * Table types for Kysely. Booleans are stored as 0/1 integers and timestamps as ISO 8601
+ * UTC text in both dialects, so the domain code never branches on the database.
+ */
+
+
+export type Flag = 0 | 1;
+
+export interface ApplicationsTable {
+  id: string;
+  name: string;
+  api_key_hash: string;
+  /** JSON: `["*"]` or a list of attribute keys. */
+  attributes: string;
+  admin: Flag;
+  created_date: string;
+  modified_date: string;
+}
+
+export interface EncryptionKeysTable {
+  /** SHA-256 of the SPKI DER, hex. */
+  id: string;
+  public_key_pem: string;
+  /** `active` wraps new data keys; `retired` keys are kept readable until rewrapped. */
+  status: 'active' | 'retired';
+  created_date: string;
+}
+
+export interface EntityTypesTable {
+  key: string;
+  name: string | null;
+  description: string | null;
+  system: Flag;
+  created_date: string;
+  modified_date: string;
+}
+
+export interface TagsTable {
+  name: string;
+  created_date: string;
+  modified_date: string;
+}
+
+export interface RegulationsTable {
+  key: string;
+  name: string | null;
+  url: string | null;
+  builtin: Flag;
+  created_date: string;
+  modified_date: string;
+}
+
+export interface AttributeDefinitionsTable {
+  key: string;
+  name: string | null;
+  hint: string | null;
+  /** JSON of the normalised schema. */
+  schema: string;
+  repeatable: Flag;
+  indexed: Flag;
+  immutable: Flag;
+  created_date: string;
+  modified_date: string;
+}
+
+export interface DefinitionTagsTable {
+  definition_key: string;
+  tag: string;
+}
+
+export interface DefinitionRegulationsTable {
+  definition_key: string;
+  regulation: string;
+}
+
+export interface DefinitionEntityTypesTable {
+  definition_key: string;
+  entity_type: string;
+}
+
+export interface EntitiesTable {
+  id: string;
+  type: string;
+  legal_hold: Flag;
+  created_date: string;
+  updated_date: string;
+
+
+}
+
+export interface EntityTagsTable {
+  entity_id: string;
+  tag: string;
+}
+
+export interface RegistryTables {
+  applications: ApplicationsTable;
+  encryption_keys: EncryptionKeysTable;
+  entity_types: EntityTypesTable;
+  tags: TagsTable;
+  regulations: RegulationsTable;
+  attribute_definitions: AttributeDefinitionsTable;
+  definition_tags: DefinitionTagsTable;
+  definition_regulations: DefinitionRegulationsTable;
+  definition_entity_types: DefinitionEntityTypesTable;
+  entities: EntitiesTable;
+  entity_tags: EntityTagsTable;
+}
+
+/** Each module adds its tables here with one intersection member. */
+export type Database = RegistryTables;

@@ -1,0 +1,144 @@
+/**
+ * The attribute schema language and value checking. A schema is a primitive name, or an
+ * object from sub-attribute key to schema (nested to any depth); a key written `[name]`
+ * holds a list of values of its schema.
+ */
+import { badRequest, tooLarge, unprocessable, VaultError } from '../errors.js';
+
+export const PRIMITIVES = ['string', 'int', 'float', 'boolean', 'date', 'file'] as const;
+export type Primitive = (typeof PRIMITIVES)[number];
+export interface StructuredSchema {
+  [subKey: string]: Schema;
+}
+export type Schema = Primitive | StructuredSchema;
+
+export const MAX_STRING_LENGTH = 1_048_576;
+const MAX_DEPTH = 32;
+export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]+$/;
+const ALIASES: Record<string, Primitive> = { integer: 'int', number: 'float', double: 'float', bool: 'boolean' };
+
+/** Turns a definition's `schema` member into its canonical form, or the interface's 400s. */
+export function normalizeSchema(input: unknown, depth = 0): Schema {
+  if (input === null) throw badRequest('Schema cannot be null');
+  if (typeof input === 'string') {
+    const name = (ALIASES[input] ?? input) as Primitive;
+    if (!PRIMITIVES.includes(name)) throw badRequest('Schema has unexpected class');
+    return name;
+  }
+  if (typeof input !== 'object' || Array.isArray(input) || depth >= MAX_DEPTH) throw badRequest('Schema has unexpected class');
+  const entries = Object.entries(input as Record<string, unknown>);
+  if (entries.length === 0) throw badRequest('Schema has unexpected class');
+  const out: StructuredSchema = {};
+  for (const [key, sub] of entries) {
+    const name = listName(key) ?? key;
+    if (!ATTRIBUTE_KEY.test(name)) throw badRequest('Sub-attribute key contains unusable characters');
+    out[key] = normalizeSchema(sub, depth + 1);
+  }
+  return out;
+}
+
+/** `[phones]` → `phones`; a plain key → undefined. */
+function listName(key: string): string | undefined {
+  return key.startsWith('[') && key.endsWith(']') ? key.slice(1, -1) : undefined;
+}
+
+export function isStructured(schema: Schema): schema is StructuredSchema {
+  return typeof schema === 'object';
+}
+
+/** The name the interface's `Expected [type] ...` message uses. */
+export function typeName(schema: Schema): string {
+  return isStructured(schema) ? 'object' : schema;
+}
+
+export interface Leaf {
+  /** `KEY.sub.leaf`; list items share their list's name. */
+  attribute: string;
+  value: string | number | boolean;
+  type: Primitive;
+}
+
+export interface ValueErrorStatuses {
+  /** 422 on store and single audit events, 400 in bulk audit. */
+  mismatch: number;
+  unknownSubAttribute: number;
+}
+
+export const STORE_STATUSES: ValueErrorStatuses = { mismatch: 422, unknownSubAttribute: 400 };
+
+function mismatch(statuses: ValueErrorStatuses, schema: Schema, attribute: string): VaultError {
+  return new VaultError(statuses.mismatch, `Expected ${typeName(schema)} for value of attribute ${attribute}`);
+}
+
+function checkPrimitive(type: Primitive, value: unknown, attribute: string, statuses: ValueErrorStatuses): void {
+  const fail = () => mismatch(statuses, type, attribute);
+  switch (type) {
+    case 'string':
+      if (typeof value !== 'string') throw fail();
+      if (value.length > MAX_STRING_LENGTH) throw tooLarge('Datapoint values may not exceed 1 MB in size');
+      return;
+    case 'file':
+      if (typeof value !== 'string') throw fail();
+      return;
+    case 'int':
+      if (typeof value === 'number' ? !Number.isSafeInteger(value) : typeof value !== 'string' || !/^-?\d{1,15}$/.test(value.trim())) throw fail();
+      return;
+    case 'float':
+      if (typeof value === 'number' ? !Number.isFinite(value) : typeof value !== 'string' || value.trim() === '' || !Number.isFinite(Number(value))) throw fail();
+      return;
+    case 'boolean':
+      if (typeof value !== 'boolean' && value !== 'true' && value !== 'false') throw fail();
+      return;
+    case 'date':
+      if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(Date.parse(value))) throw fail();
+      return;
+  }
+}
+
+/**
+ * Checks a value against its schema and returns its leaves (one per primitive, list items
+ * each their own). Throws the interface's errors: `Expected [type] ...`, `Unknown
+ * sub-attribute ...`, and 413 for an over-long string.
+ */
+export function checkValue(schema: Schema, value: unknown, attribute: string, statuses: ValueErrorStatuses = STORE_STATUSES): Leaf[] {
+  const leaves: Leaf[] = [];
+  walk(schema, value, attribute, statuses, leaves, 0);
+  return leaves;
+}
+
+function walk(schema: Schema, value: unknown, attribute: string, statuses: ValueErrorStatuses, leaves: Leaf[], depth: number): void {
+  if (!isStructured(schema)) {
+    checkPrimitive(schema, value, attribute, statuses);
+    leaves.push({ attribute, value: value as Leaf['value'], type: schema });
+    return;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || depth >= MAX_DEPTH) throw mismatch(statuses, schema, attribute);
+  const byName = new Map<string, { schema: Schema; list: boolean }>();
+  for (const [key, sub] of Object.entries(schema)) {
+    const list = listName(key);
+    byName.set(list ?? key, { schema: sub, list: list !== undefined });
+  }
+  for (const [key, sub] of Object.entries(value as Record<string, unknown>)) {
+    const path = `${attribute}.${key}`;
+    const spec = byName.get(key);
+    if (!spec) throw new VaultError(statuses.unknownSubAttribute, `Unknown sub-attribute ${path}`);
+    if (sub === null || sub === undefined) continue;
+    if (spec.list) {
+      if (!Array.isArray(sub)) throw new VaultError(statuses.mismatch, `Expected list for value of attribute ${path}`);
+      for (const item of sub) walk(spec.schema, item, path, statuses, leaves, depth + 1);
+    } else {
+      walk(spec.schema, sub, path, statuses, leaves, depth + 1);
+    }
+  }
+}
+
+/** Whether replacing `before` by `after` keeps every stored value valid: only additions. */
+export function isCompatibleChange(before: Schema, after: Schema): boolean {
+  if (!isStructured(before) || !isStructured(after)) return before === after;
+  return Object.entries(before).every(([key, sub]) => key in after && isCompatibleChange(sub, after[key]));
+}
+
+/** The blind index sees values in one canonical spelling, so `Ada@X.org ` finds `ada@x.org`. */
+export function normalizeForIndex(value: Leaf['value']): string {
+  return String(value).normalize('NFKC').trim().toLowerCase();
+}

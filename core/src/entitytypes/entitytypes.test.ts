@@ -1,0 +1,79 @@
+import test from 'ava';
+import { startTestVault, type TestVault } from '../testing/harness.js';
+import { fuzzRoutes } from '../testing/fuzz.js';
+import { nowIso } from '../util/time.js';
+
+let v: TestVault;
+test.before(async () => {
+  v = await startTestVault();
+});
+test.after.always(async () => v?.close());
+
+test('datasubject exists from the start and cannot be deleted', async (t) => {
+  const read = await v.request('GET', '/entitytypes/datasubject');
+  t.is(read.status, 200);
+  t.is(read.body.data.key, 'datasubject');
+  const del = await v.request('DELETE', '/entitytypes/datasubject');
+  t.is(del.status, 405);
+  t.is(del.body.message, 'Cannot delete entity type, as it is managed by the system');
+});
+
+test('entity types are created, updated, listed, read and deleted', async (t) => {
+  const created = await v.request('POST', '/entitytypes', { body: { key: 'company', name: 'Company', description: 'A legal person' } });
+  t.is(created.status, 201);
+  t.like(created.body.data, { key: 'company', name: 'Company', description: 'A legal person' });
+  const updated = await v.request('POST', '/entitytypes', { body: { key: 'company', name: 'Organisation' } });
+  t.is(updated.body.data.name, 'Organisation');
+  t.is(updated.body.data.createdDate, created.body.data.createdDate);
+  const list = await v.request('GET', '/entitytypes');
+  const keys = list.body.data.map((e: any) => e.key);
+  t.true(keys.includes('company') && keys.includes('datasubject'));
+  const del = await v.request('DELETE', '/entitytypes/company');
+  t.deepEqual(del.body, { data: 'Successfully Deleted Entity Type' });
+});
+
+test('unknown entity types are 404 with the interface messages', async (t) => {
+  const read = await v.request('GET', '/entitytypes/nothing');
+  t.is(read.status, 404);
+  t.is(read.body.message, 'No such entity type');
+  const del = await v.request('DELETE', '/entitytypes/nothing');
+  t.is(del.status, 404);
+  t.is(del.body.message, 'Entity type not found');
+});
+
+test('a type in use by entities or attribute definitions cannot be deleted', async (t) => {
+  await v.request('POST', '/entitytypes', { body: { key: 'device' } });
+  await v.request('POST', '/entitytypes', { body: { key: 'vehicle' } });
+  const now = nowIso();
+  await v.vault.db.insertInto('entities').values({ id: 'car-1', type: 'device', legal_hold: 0, created_date: now, updated_date: now }).execute();
+  await v.vault.db.insertInto('definition_entity_types').values({ definition_key: 'VIN', entity_type: 'vehicle' }).execute();
+  const byEntities = await v.request('DELETE', '/entitytypes/device');
+  t.is(byEntities.status, 409);
+  t.is(byEntities.body.message, 'Cannot delete entity type, as there are entities belonging to it');
+  const byDefinitions = await v.request('DELETE', '/entitytypes/vehicle');
+  t.is(byDefinitions.status, 409);
+  t.is(byDefinitions.body.message, 'Cannot delete entity type, as there are attributes referencing it');
+});
+
+test('only admins change entity types; anyone may read them', async (t) => {
+  const apiKey = await v.createApplication(['*']);
+  const post = await v.request('POST', '/entitytypes', { apiKey, body: { key: 'x' } });
+  t.is(post.status, 403);
+  t.is(post.body.message, 'Forbidden');
+  t.is((await v.request('DELETE', '/entitytypes/x', { apiKey })).status, 403);
+  t.is((await v.request('GET', '/entitytypes', { apiKey })).status, 200);
+});
+
+test('entity type keys are checked', async (t) => {
+  const res = await v.request('POST', '/entitytypes', { body: { key: 'has space' } });
+  t.is(res.status, 400);
+  t.is(res.body.message, 'Entity type key must contain only alphanumeric characters, hyphens and underscores');
+});
+
+test('hostile bodies never cause a 5xx', async (t) => {
+  await fuzzRoutes(t, v, [
+    { method: 'POST', url: '/entitytypes' },
+    { method: 'GET', url: '/entitytypes/{id}' },
+    { method: 'DELETE', url: '/entitytypes/{id}' },
+  ]);
+});

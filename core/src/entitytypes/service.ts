@@ -1,0 +1,89 @@
+import type { Kysely } from 'kysely';
+import type { Database, EntityTypesTable } from '../db/schema.js';
+import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
+import { nowIso } from '../util/time.js';
+
+export const DATASUBJECT = 'datasubject';
+
+export interface EntityType {
+  key: string;
+  name: string | null;
+  description: string | null;
+  createdDate: string;
+  modifiedDate: string;
+}
+
+export interface EntityTypeInput {
+  key: string;
+  name?: string | null;
+  description?: string | null;
+}
+
+export const ENTITY_TYPE_KEY = /^[A-Za-z0-9_-]{1,128}$/;
+
+function toEntityType(row: EntityTypesTable): EntityType {
+  return { key: row.key, name: row.name, description: row.description, createdDate: row.created_date, modifiedDate: row.modified_date };
+}
+
+export class EntityTypeService {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** The system type exists from the first start; seeding is idempotent for concurrent starts. */
+  async seed(): Promise<void> {
+    const now = nowIso();
+    await this.db
+      .insertInto('entity_types')
+      .values({ key: DATASUBJECT, name: 'Data subject', description: 'A person the data is about', system: 1, created_date: now, modified_date: now })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+  }
+
+  async upsert(input: EntityTypeInput): Promise<EntityType> {
+    if (typeof input.key !== 'string' || !ENTITY_TYPE_KEY.test(input.key)) {
+      throw badRequest('Entity type key must contain only alphanumeric characters, hyphens and underscores');
+    }
+    const now = nowIso();
+    await this.db
+      .insertInto('entity_types')
+      .values({ key: input.key, name: input.name ?? null, description: input.description ?? null, system: 0, created_date: now, modified_date: now })
+      .onConflict((oc) =>
+        oc.column('key').doUpdateSet({ name: input.name ?? null, description: input.description ?? null, modified_date: now }),
+      )
+      .execute();
+    return this.get(input.key);
+  }
+
+  async list(): Promise<EntityType[]> {
+    const rows = await this.db.selectFrom('entity_types').selectAll().orderBy('key').execute();
+    return rows.map(toEntityType);
+  }
+
+  async find(key: string): Promise<EntityType | undefined> {
+    const row = await this.db.selectFrom('entity_types').selectAll().where('key', '=', key).executeTakeFirst();
+    return row && toEntityType(row);
+  }
+
+  async get(key: string): Promise<EntityType> {
+    const found = await this.find(key);
+    if (!found) throw notFound('No such entity type');
+    return found;
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('entity_types').select(['key', 'system']).where('key', '=', key).executeTakeFirst();
+      if (!row) throw notFound('Entity type not found');
+      if (row.system === 1) throw methodNotAllowed('Cannot delete entity type, as it is managed by the system');
+      const entity = await trx.selectFrom('entities').select('id').where('type', '=', key).limit(1).executeTakeFirst();
+      if (entity) throw conflict('Cannot delete entity type, as there are entities belonging to it');
+      const definition = await trx
+        .selectFrom('definition_entity_types')
+        .select('definition_key')
+        .where('entity_type', '=', key)
+        .limit(1)
+        .executeTakeFirst();
+      if (definition) throw conflict('Cannot delete entity type, as there are attributes referencing it');
+      await trx.deleteFrom('entity_types').where('key', '=', key).execute();
+    });
+  }
+}

@@ -1,0 +1,34 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Caller } from '../access/caller.js';
+import { unauthorized } from '../errors.js';
+import type { Vault } from '../vault.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller;
+  }
+  interface FastifyContextConfig {
+    /** Routes that answer without an API key (health, docs). */
+    public?: boolean;
+  }
+}
+
+function bearer(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/** Every route needs an application's API key unless its config says `public`. */
+export function installAuthentication(app: FastifyInstance, vault: Vault): void {
+  app.decorateRequest('caller', null as unknown as Caller);
+  app.addHook('onRequest', async (request) => {
+    // Unknown routes fall through to the 404 handler rather than revealing auth state.
+    if (request.routeOptions.url === undefined || request.routeOptions.config.public) return;
+    const key = bearer(request);
+    const caller = key === undefined ? undefined : await vault.applications.authenticate(key);
+    if (!caller) throw unauthorized();
+    request.caller = caller;
+  });
+}

@@ -1,0 +1,34 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { isVaultError } from '../errors.js';
+
+export function errorBody(status: number, message: string, details?: Record<string, unknown>) {
+  return { statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...details };
+}
+
+/** Maps every failure to `{statusCode, error, message}`; nothing ever answers with a stack. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (isVaultError(err)) {
+      return reply.status(err.status).send(errorBody(err.status, err.message, err.details));
+    }
+    if (err.validation) {
+      return reply.status(400).send(errorBody(400, err.message));
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const message =
+        err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? 'Request body is too large'
+          : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+            ? 'Content type must be application/json'
+            : err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY'
+              ? 'Body is not valid JSON'
+              : err.message;
+      return reply.status(status).send(errorBody(status, message));
+    }
+    request.log.error({ err }, 'request failed');
+    return reply.status(500).send(errorBody(500, 'Internal Server Error'));
+  });
+  app.setNotFoundHandler((request, reply) => reply.status(404).send(errorBody(404, 'Not Found')));
+}

@@ -1,0 +1,70 @@
+import test from 'ava';
+import { startTestVault, type TestVault } from '../testing/harness.js';
+
+let v: TestVault;
+test.before(async () => {
+  v = await startTestVault({ env: { VAULT_BODY_LIMIT: '65536' } });
+});
+test.after.always(async () => v?.close());
+
+test('unknown routes answer 404 Not Found', async (t) => {
+  const res = await v.request('GET', '/no/such/route');
+  t.is(res.status, 404);
+  t.deepEqual(res.body, { statusCode: 404, error: 'Not Found', message: 'Not Found' });
+});
+
+test('no API key or an unknown one is 401 Unauthorized', async (t) => {
+  for (const headers of [{} as Record<string, string>, { authorization: 'Bearer not-a-real-key-000000' }, { authorization: 'Basic abc' }]) {
+    const res = await v.request('GET', '/entitytypes', { apiKey: null, headers });
+    t.is(res.status, 401);
+    t.deepEqual(res.body, { statusCode: 401, error: 'Unauthorized', message: 'Unauthorized' });
+  }
+});
+
+test('malformed JSON is a 400 that says so', async (t) => {
+  const res = await v.request('POST', '/entitytypes', { payload: '{"key": ', headers: { 'content-type': 'application/json' } });
+  t.is(res.status, 400);
+  t.is(res.body.message, 'Body is not valid JSON');
+});
+
+test('a body that is not JSON is 415', async (t) => {
+  const res = await v.request('POST', '/entitytypes', { payload: 'key=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  t.is(res.status, 415);
+  t.is(res.body.message, 'Content type must be application/json');
+  const text = await v.request('POST', '/entitytypes', { payload: 'hello', headers: { 'content-type': 'text/plain' } });
+  t.is(text.status, 415);
+});
+
+test('a body over the configured limit is 413', async (t) => {
+  const res = await v.request('POST', '/entitytypes', { body: { key: 'big', description: 'x'.repeat(70_000) } });
+  t.is(res.status, 413);
+  t.is(res.body.message, 'Request body is too large');
+});
+
+test('unknown fields and wrong types are 400, and change nothing', async (t) => {
+  const unknown = await v.request('POST', '/entitytypes', { body: { key: 'thing', colour: 'red' } });
+  t.is(unknown.status, 400);
+  t.regex(unknown.body.message, /must NOT have additional properties/);
+  const wrongType = await v.request('POST', '/entitytypes', { body: { key: 12 } });
+  t.is(wrongType.status, 400);
+  t.regex(wrongType.body.message, /must be string/);
+  t.is((await v.request('GET', '/entitytypes/thing')).status, 404);
+});
+
+test('the OpenAPI document and its UI are served without a key', async (t) => {
+  const doc = await v.request('GET', '/openapi.json', { apiKey: null });
+  t.is(doc.status, 200);
+  t.is(doc.body.openapi, '3.0.3');
+  t.truthy(doc.body.paths['/entitytypes/{typeKey}'].delete);
+  const ui = await v.request('GET', '/docs/', { apiKey: null });
+  t.is(ui.status, 200);
+  t.regex(String(ui.headers['content-type']), /text\/html/);
+});
+
+test('key headers and API keys never reach the log', async (t) => {
+  await v.request('GET', '/entitytypes', { headers: { 'x-decryption-key': v.keys.privateKey, 'x-encryption-key': v.keys.publicKey } });
+  const all = v.logs.join('\n');
+  t.false(all.includes(v.adminKey));
+  t.false(all.includes(v.keys.privateKey.slice(0, 64)));
+  t.false(all.includes(v.keys.publicKey.slice(0, 64)));
+});

@@ -1,0 +1,101 @@
+/**
+ * The contract between the rules engine and the code paths it guards (vault stores and
+ * audit events). Callers build a context inside their transaction and call the engine
+ * before writing; the engine may change the candidates' metadata in place, persist its own
+ * effects on the entity through the same transaction, and throw a 403 VaultError to block.
+ */
+import type { Kysely } from 'kysely';
+import type { Caller } from '../access/caller.js';
+import type { Database } from '../db/schema.js';
+import type { Leaf } from '../definitions/schema.js';
+
+export type EventType = 'READ' | 'STORE' | 'UPDATE' | 'DELETE';
+
+export interface Location {
+  country?: string;
+  subdivision?: string;
+  city?: string;
+}
+
+/** One attribute value about to be stored, or reported by an audit STORE/UPDATE. */
+export interface CandidatePoint {
+  /** Definition key. */
+  attribute: string;
+  /** The whole value: used by rules, never kept for report-only data. */
+  value: unknown;
+  leaves: Leaf[];
+  /** Rules may add to these; the point is stored with what they hold afterwards. */
+  tags: Set<string>;
+  regulations: Set<string>;
+  sensitivity: string;
+  /** Retention set by rules. */
+  expiresAt?: string;
+  autoDelete?: boolean;
+}
+
+export interface RuleEntity {
+  id: string;
+  type: string;
+  tags: Set<string>;
+  legalHold: boolean;
+}
+
+export interface DataRuleContext {
+  /** The caller's open transaction: the rules' writes commit or roll back with the store. */
+  trx: Kysely<Database>;
+  caller: Caller;
+  entity: RuleEntity;
+  points: CandidatePoint[];
+  location?: Location;
+  eventType: 'STORE' | 'UPDATE';
+  reportOnly: boolean;
+}
+
+export interface ActivityEvent {
+  eventType: EventType;
+  subjectId?: string;
+  dataPointId?: string;
+  attribute?: string;
+  applicationId: string;
+  applicationUser?: string;
+  location?: Location;
+  timestamp: string;
+}
+
+export interface ActivityRuleContext {
+  trx: Kysely<Database>;
+  caller: Caller;
+  event: ActivityEvent;
+  /** Present when the event's subject exists. */
+  entity?: RuleEntity;
+}
+
+export interface RuleEffects {
+  /** Work that must wait for the transaction to commit, such as alert delivery. */
+  afterCommit: Array<() => void | Promise<void>>;
+}
+
+export interface RulesEngine {
+  evaluateData(ctx: DataRuleContext): Promise<RuleEffects>;
+  evaluateActivity(ctx: ActivityRuleContext): Promise<RuleEffects>;
+  /** Throws 403 when a rule has prohibited this operation on the entity. */
+  checkProhibited(trx: Kysely<Database>, entityId: string, operation: EventType): Promise<void>;
+}
+
+/** An engine with no rules: everything passes unchanged. */
+export const noRules: RulesEngine = {
+  evaluateData: async () => ({ afterCommit: [] }),
+  evaluateActivity: async () => ({ afterCommit: [] }),
+  checkProhibited: async () => {},
+};
+
+/** Runs after-commit work without letting its failure reach the request that caused it. */
+export function runAfterCommit(effects: RuleEffects[], onError: (err: unknown) => void): void {
+  for (const effect of effects) {
+    for (const job of effect.afterCommit) {
+      Promise.resolve()
+        .then(job)
+        .catch(onError);
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The vault as its users run it: a separate `node core/src/main.ts` process on a free port.
+ * For end-to-end, SDK, sidecar and multi-process tests.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { testKeyPair } from './harness.js';
+import type { KeyPairHeaders } from '../crypto/keys.js';
+
+export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '../../../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+export interface VaultProcess {
+  url: string;
+  port: number;
+  adminKey: string;
+  keys: KeyPairHeaders;
+  dataDir: string;
+  env: Record<string, string>;
+  child: ChildProcess;
+  /** stdout and stderr so far. */
+  output(): string;
+  /** Sends a signal and waits for the exit; resolves to the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Starts the same vault (same data directory and database) again. */
+  restart(): Promise<VaultProcess>;
+  /** Stops it and removes its data directory. */
+  dispose(): Promise<void>;
+}
+
+export interface SpawnVaultOptions {
+  env?: Record<string, string>;
+  dataDir?: string;
+  port?: number;
+}
+
+export async function waitForHttp(url: string, deadlineMs = 20_000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      return;
+    } catch {
+      if (Date.now() > until) throw new Error(`${url} did not answer within ${deadlineMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export async function spawnVault(options: SpawnVaultOptions = {}): Promise<VaultProcess> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'vault-proc-'));
+  const port = options.port ?? (await freePort());
+  const keys = testKeyPair();
+  const env: Record<string, string> = {
+    VAULT_HOST: '127.0.0.1',
+    VAULT_PORT: String(port),
+    VAULT_DATA_DIR: dataDir,
+    VAULT_ADMIN_API_KEY: `admin_${randomBytes(16).toString('hex')}`,
+    VAULT_ENCRYPTION_PUBLIC_KEY: keys.publicKey,
+    VAULT_LOG_LEVEL: 'warn',
+    ...options.env,
+  };
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  const url = `http://127.0.0.1:${port}`;
+  await Promise.race([
+    waitForHttp(`${url}/openapi.json`),
+    exited.then((code) => {
+      throw new Error(`vault exited with ${code} before answering:\n${out}`);
+    }),
+  ]);
+  const proc: VaultProcess = {
+    url,
+    port,
+    adminKey: env.VAULT_ADMIN_API_KEY,
+    keys,
+    dataDir,
+    env,
+    child,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+    restart: () => spawnVault({ env, dataDir, port }),
+    async dispose() {
+      await proc.stop('SIGKILL');
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return proc;
+}

@@ -1,0 +1,114 @@
+/**
+ * The vault without HTTP: a database, the key material it may hold, and one service per
+ * concept. The server, the CLI and tests all build on this.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { ApplicationService } from './applications/service.js';
+import type { VaultConfig } from './config.js';
+import { connect, type DatabaseHandle } from './db/connect.js';
+import type { DialectName } from './db/dialect.js';
+import { migrateToLatest } from './db/migrate.js';
+import type { Database } from './db/schema.js';
+import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
+import { EntityTypeService } from './entitytypes/service.js';
+import { noRules, type RulesEngine } from './rules/engine.js';
+import { discardActivity, type ActivityLog } from './activity/log.js';
+
+export interface VaultOptions {
+  config: VaultConfig;
+  logger: Logger;
+  /** Where first-start secrets are announced; defaults to stderr, never the structured log. */
+  announce?: (message: string) => void;
+}
+
+export class Vault {
+  readonly config: VaultConfig;
+  readonly logger: Logger;
+  readonly db: Kysely<Database>;
+  readonly dialect: DialectName;
+  readonly handle: DatabaseHandle;
+  readonly keyring: Keyring;
+  readonly applications: ApplicationService;
+  readonly entityTypes: EntityTypeService;
+  rules: RulesEngine = noRules;
+  activity: ActivityLog = discardActivity;
+  /** The blind-index secret; it never enters the database. */
+  readonly indexKey: Buffer;
+
+  private constructor(options: VaultOptions, handle: DatabaseHandle, indexKey: Buffer) {
+    this.config = options.config;
+    this.logger = options.logger;
+    this.handle = handle;
+    this.db = handle.db;
+    this.dialect = handle.dialect;
+    this.indexKey = indexKey;
+    this.keyring = new Keyring(this.db);
+    this.applications = new ApplicationService(this.db);
+    this.entityTypes = new EntityTypeService(this.db);
+  }
+
+  /** Opens the database, migrates it, and makes sure the operator has keys to get in. */
+  static async open(options: VaultOptions): Promise<Vault> {
+    const { config } = options;
+    const announce = options.announce ?? ((m: string) => process.stderr.write(`${m}\n`));
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    const indexKey = loadIndexKey(config);
+    const handle = connect({ url: config.db, poolSize: config.dbPoolSize });
+    const vault = new Vault(options, handle, indexKey);
+    try {
+      await migrateToLatest(vault.db);
+      await vault.bootstrap(announce);
+    } catch (err) {
+      await vault.close();
+      throw err;
+    }
+    return vault;
+  }
+
+  private async bootstrap(announce: (message: string) => void): Promise<void> {
+    await this.entityTypes.seed();
+    const generatedKey = await this.applications.bootstrapAdmin(this.config.adminApiKey);
+    if (generatedKey) {
+      announce(`Admin API key (shown once, store it safely): ${generatedKey}`);
+    }
+    if (this.config.encryptionPublicKey) {
+      await this.keyring.register(parsePublicKeyHeader(this.config.encryptionPublicKey), 'active');
+    } else if (!(await this.keyring.active())) {
+      const pair = generateKeyPair();
+      const privatePath = join(this.config.dataDir, 'vault-private-key.pem');
+      writeSecretFile(privatePath, pair.privatePem);
+      writeFileSync(join(this.config.dataDir, 'vault-public-key.pem'), pair.publicPem);
+      await this.keyring.register(parsePublicKeyHeader(pair.publicKey), 'active');
+      announce(
+        `Generated the vault's RSA key pair. Private key: ${privatePath} (mode 0600). ` +
+          'Send it base64-encoded as X-Decryption-Key to read values; move it off this machine for production.',
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}
+
+function writeSecretFile(path: string, content: string | Buffer): void {
+  writeFileSync(path, content, { mode: 0o600 });
+  chmodSync(path, 0o600);
+}
+
+function loadIndexKey(config: VaultConfig): Buffer {
+  if (config.indexKey) {
+    const key = Buffer.from(config.indexKey, 'base64');
+    if (key.length < 32) throw new Error('VAULT_INDEX_KEY must be the base64 of at least 32 random bytes');
+    return key;
+  }
+  const path = join(config.dataDir, 'index.key');
+  if (existsSync(path)) return Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+  const key = randomBytes(32);
+  writeSecretFile(path, key.toString('base64'));
+  return key;
+}
