@@ -93,6 +93,50 @@ export interface EntityTagsTable {
   tag: string;
 }
 
+export interface SubjectKeysTable {
+  id: string;
+  entity_id: string;
+  /** Fingerprint of the vault key that wrapped it. */
+  encryption_key_id: string;
+  /** The subject's data key, RSA-OAEP wrapped; deleting the row shreds the subject's values. */
+  wrapped_key: Buffer;
+  created_date: string;
+}
+
+export interface DatapointsTable {
+  id: string;
+  entity_id: string;
+  /** Full key: `KEY` for a root, `KEY.sub` for a leaf of a structured value. */
+  attribute: string;
+  /** The definition the point belongs to (`KEY`). */
+  definition_key: string;
+  structure_root_id: string | null;
+  report_only: Flag;
+  sensitivity: string;
+  subject_key_id: string | null;
+  /** AES-256-GCM: nonce, tag and ciphertext. Null for report-only points. */
+  ciphertext: Buffer | null;
+  /** HMAC of the normalised value, for indexed attributes only. */
+  blind_index: string | null;
+  country: string | null;
+  subdivision: string | null;
+  city: string | null;
+  expires_at: string | null;
+  auto_delete: Flag;
+  created_date: string;
+  modified_date: string;
+}
+
+export interface DatapointTagsTable {
+  datapoint_id: string;
+  tag: string;
+}
+
+export interface DatapointRegulationsTable {
+  datapoint_id: string;
+  regulation: string;
+}
+
 export interface RegistryTables {
   applications: ApplicationsTable;
   encryption_keys: EncryptionKeysTable;
@@ -105,6 +149,10 @@ export interface RegistryTables {
   definition_entity_types: DefinitionEntityTypesTable;
   entities: EntitiesTable;
   entity_tags: EntityTagsTable;
+  subject_keys: SubjectKeysTable;
+  datapoints: DatapointsTable;
+  datapoint_tags: DatapointTagsTable;
+  datapoint_regulations: DatapointRegulationsTable;
 }
 
 /** Each module adds its tables here with one intersection member. */

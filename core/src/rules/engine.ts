@@ -80,6 +80,8 @@ export interface RulesEngine {
   evaluateActivity(ctx: ActivityRuleContext): Promise<RuleEffects>;
   /** Throws 403 when a rule has prohibited this operation on the entity. */
   checkProhibited(trx: Kysely<Database>, entityId: string, operation: EventType): Promise<void>;
+  /** The key of a rule that references this tag, attribute or regulation (which blocks its delete). */
+  findReferencingRule(kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined>;
 }
 
 /** An engine with no rules: everything passes unchanged. */
@@ -87,6 +89,7 @@ export const noRules: RulesEngine = {
   evaluateData: async () => ({ afterCommit: [] }),
   evaluateActivity: async () => ({ afterCommit: [] }),
   checkProhibited: async () => {},
+  findReferencingRule: async () => undefined,
 };
 
 /** Runs after-commit work without letting its failure reach the request that caused it. */
