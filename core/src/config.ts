@@ -27,6 +27,14 @@ export interface VaultConfig {
   license: LicenseConfig;
   /** Honour X-Forwarded-For from these proxies (Fastify's trustProxy). */
   trustProxy: boolean | string;
+  /** Requests per application per window; 0 turns the limit off. */
+  rateLimit: { max: number; windowMs: number };
+  /** Failed authentications per address per window before 429. */
+  authFailures: { max: number; windowMs: number };
+  /** On SIGTERM: how long to keep serving (readiness failing, `Connection: close`) before closing. */
+  shutdownGraceMs: number;
+  /** Serve HTTPS with this certificate and key (PEM file paths). */
+  tls?: { certPath: string; keyPath: string };
 }
 
 export class ConfigError extends Error {
@@ -67,6 +75,11 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     throw new ConfigError('VAULT_ADMIN_API_KEY must be at least 16 characters');
   }
   const maxRegs = env.VAULT_LICENSE_MAX_CUSTOM_REGULATIONS;
+  const certPath = env.VAULT_TLS_CERT || undefined;
+  const keyPath = env.VAULT_TLS_KEY || undefined;
+  if ((certPath === undefined) !== (keyPath === undefined)) {
+    throw new ConfigError('VAULT_TLS_CERT and VAULT_TLS_KEY must be set together');
+  }
   const trust = env.VAULT_TRUST_PROXY;
   return {
     host: env.VAULT_HOST || '127.0.0.1',
@@ -84,6 +97,16 @@ export function loadConfig(env: Env = process.env): VaultConfig {
         maxRegs === undefined || maxRegs === '' ? undefined : integer(env, 'VAULT_LICENSE_MAX_CUSTOM_REGULATIONS', 0, 0, 1_000_000),
       customRules: boolean(env, 'VAULT_LICENSE_CUSTOM_RULES', true),
     },
+    rateLimit: {
+      max: integer(env, 'VAULT_RATE_LIMIT_MAX', 60_000, 0, 100_000_000),
+      windowMs: integer(env, 'VAULT_RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
+    },
+    authFailures: {
+      max: integer(env, 'VAULT_AUTH_FAILURE_LIMIT', 20, 0, 1_000_000),
+      windowMs: integer(env, 'VAULT_AUTH_FAILURE_WINDOW_MS', 60_000, 1000, 86_400_000),
+    },
+    shutdownGraceMs: integer(env, 'VAULT_SHUTDOWN_GRACE_MS', 0, 0, 600_000),
+    tls: certPath && keyPath ? { certPath, keyPath } : undefined,
     trustProxy: trust === undefined || trust === '' ? false : /^(true|false)$/i.test(trust) ? /^true$/i.test(trust) : trust,
   };
 }

@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { buildServer } from './http/server.js';
+import { drainAndClose } from './http/shutdown.js';
 import { Vault } from './vault.js';
 
 async function main(): Promise<void> {
@@ -24,8 +25,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    // close() stops accepting and waits for in-flight requests before the database goes.
-    await app.close();
+    await drainAndClose(app, config.shutdownGraceMs);
     await vault.close();
     process.exit(0);
   };

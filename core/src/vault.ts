@@ -15,6 +15,9 @@ import { migrateToLatest } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
 import { EntityTypeService } from './entitytypes/service.js';
+import { RegulationService } from './regulations/service.js';
+import { TagService } from './tags/service.js';
+import { VaultMetrics } from './ops/metrics.js';
 import { noRules, type RulesEngine } from './rules/engine.js';
 import { discardActivity, type ActivityLog } from './activity/log.js';
 
@@ -34,8 +37,11 @@ export class Vault {
   readonly keyring: Keyring;
   readonly applications: ApplicationService;
   readonly entityTypes: EntityTypeService;
+  readonly tags: TagService;
+  readonly regulations: RegulationService;
   rules: RulesEngine = noRules;
   activity: ActivityLog = discardActivity;
+  readonly metrics = new VaultMetrics();
   /** The blind-index secret; it never enters the database. */
   readonly indexKey: Buffer;
 
@@ -49,6 +55,8 @@ export class Vault {
     this.keyring = new Keyring(this.db);
     this.applications = new ApplicationService(this.db);
     this.entityTypes = new EntityTypeService(this.db);
+    this.tags = new TagService(this.db, () => this.rules);
+    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules);
   }
 
   /** Opens the database, migrates it, and makes sure the operator has keys to get in. */
@@ -71,6 +79,7 @@ export class Vault {
 
   private async bootstrap(announce: (message: string) => void): Promise<void> {
     await this.entityTypes.seed();
+    await this.regulations.seed();
     const generatedKey = await this.applications.bootstrapAdmin(this.config.adminApiKey);
     if (generatedKey) {
       announce(`Admin API key (shown once, store it safely): ${generatedKey}`);

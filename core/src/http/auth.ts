@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Caller } from '../access/caller.js';
-import { unauthorized } from '../errors.js';
+import { unauthorized, VaultError } from '../errors.js';
+import { AuthFailureLimiter } from './protection.js';
 import type { Vault } from '../vault.js';
 
 declare module 'fastify' {
@@ -22,13 +23,22 @@ function bearer(request: FastifyRequest): string | undefined {
 
 /** Every route needs an application's API key unless its config says `public`. */
 export function installAuthentication(app: FastifyInstance, vault: Vault): void {
+  const failures = new AuthFailureLimiter(vault.config.authFailures.max, vault.config.authFailures.windowMs);
   app.decorateRequest('caller', null as unknown as Caller);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     // Unknown routes fall through to the 404 handler rather than revealing auth state.
     if (request.routeOptions.url === undefined || request.routeOptions.config.public) return;
+    const wait = failures.retryAfter(request.ip);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      throw new VaultError(429, 'Too many failed authentication attempts');
+    }
     const key = bearer(request);
     const caller = key === undefined ? undefined : await vault.applications.authenticate(key);
-    if (!caller) throw unauthorized();
+    if (!caller) {
+      failures.recordFailure(request.ip);
+      throw unauthorized();
+    }
     request.caller = caller;
   });
 }

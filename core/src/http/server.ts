@@ -2,6 +2,7 @@
  * The HTTP layer: Fastify with declared schemas (which also make the OpenAPI document),
  * authentication, error mapping, and one encapsulated plugin per concept.
  */
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -9,9 +10,14 @@ import type { Logger } from 'pino';
 import type { Vault } from '../vault.js';
 import { applicationRoutes } from '../applications/routes.js';
 import { entityTypeRoutes } from '../entitytypes/routes.js';
+import { regulationRoutes } from '../regulations/routes.js';
+import { tagRoutes } from '../tags/routes.js';
 import { installAuthentication } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { installValidation } from './validation.js';
+import { installProtection } from './protection.js';
+import { installDraining } from './shutdown.js';
+import { opsRoutes } from '../ops/routes.js';
 
 export interface ServerOptions {
   logger?: Logger | false;
@@ -21,7 +27,11 @@ export interface ServerOptions {
 export const REDACTED_HEADERS = ['authorization', 'x-encryption-key', 'x-decryption-key'];
 
 export async function buildServer(vault: Vault, options: ServerOptions = {}): Promise<FastifyInstance> {
+  const https = vault.config.tls
+    ? { key: readFileSync(vault.config.tls.keyPath), cert: readFileSync(vault.config.tls.certPath) }
+    : undefined;
   const app = Fastify({
+    ...(https ? { https } : {}),
     loggerInstance: options.logger === false ? undefined : (options.logger ?? vault.logger),
     bodyLimit: vault.config.bodyLimit,
     trustProxy: vault.config.trustProxy,
@@ -36,6 +46,13 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   installValidation(app);
   installErrorHandling(app);
   installAuthentication(app, vault);
+  installDraining(app);
+  await installProtection(app, vault.config);
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    vault.metrics.requests.inc(labels);
+    vault.metrics.latency.observe(labels, reply.elapsedTime / 1000);
+  });
 
   await app.register(swagger, {
     openapi: {
@@ -51,8 +68,11 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
   app.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
 
+  await app.register(opsRoutes, { vault });
   await app.register(applicationRoutes, { vault });
   await app.register(entityTypeRoutes, { vault });
+  await app.register(tagRoutes, { vault });
+  await app.register(regulationRoutes, { vault });
 
   return app;
 }

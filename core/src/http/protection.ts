@@ -1,0 +1,70 @@
+/**
+ * What every answer carries and what every caller is held to: security headers, no
+ * caching of personal data, per-application rate limits, and a brake on key guessing.
+ */
+import helmet from '@fastify/helmet';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance } from 'fastify';
+import { VaultError } from '../errors.js';
+import type { VaultConfig } from '../config.js';
+
+export async function installProtection(app: FastifyInstance, config: VaultConfig): Promise<void> {
+  // The API answers JSON only; the CSP would only get in the way of the /docs page.
+  await app.register(helmet, { contentSecurityPolicy: false, global: true });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  if (config.rateLimit.max > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      // After authentication, so the limit is per application rather than per address.
+      hook: 'preHandler',
+      max: config.rateLimit.max,
+      timeWindow: config.rateLimit.windowMs,
+      keyGenerator: (request) => (request.caller ? `app:${request.caller.applicationId}` : `ip:${request.ip}`),
+      allowList: (request) => Boolean(request.routeOptions.config.public),
+      errorResponseBuilder: (_request, context) =>
+        new VaultError(429, `Rate limit exceeded, retry in ${Math.ceil(context.ttl / 1000)} seconds`),
+    });
+  }
+}
+
+/**
+ * Counts failed authentications per address in a fixed window. In memory and per process:
+ * it slows a guesser down, and the keys' 256 bits of entropy do the rest.
+ */
+export class AuthFailureLimiter {
+  private windows = new Map<string, { count: number; resetAt: number }>();
+  private static readonly MAX_TRACKED = 100_000;
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
+
+  /** Seconds to wait when the address is over its limit, else 0. */
+  retryAfter(address: string, now = Date.now()): number {
+    const entry = this.windows.get(address);
+    if (!entry || entry.resetAt <= now || entry.count < this.limit) return 0;
+    return Math.ceil((entry.resetAt - now) / 1000);
+  }
+
+  recordFailure(address: string, now = Date.now()): void {
+    if (this.limit <= 0) return;
+    const entry = this.windows.get(address);
+    if (entry && entry.resetAt > now) {
+      entry.count += 1;
+      return;
+    }
+    if (this.windows.size >= AuthFailureLimiter.MAX_TRACKED) this.evictExpired(now);
+    this.windows.set(address, { count: 1, resetAt: now + this.windowMs });
+  }
+
+  private evictExpired(now: number): void {
+    for (const [address, entry] of this.windows) if (entry.resetAt <= now) this.windows.delete(address);
+    // Still full of live entries: forget the oldest rather than grow without bound.
+    if (this.windows.size >= AuthFailureLimiter.MAX_TRACKED) this.windows.delete(this.windows.keys().next().value!);
+  }
+}

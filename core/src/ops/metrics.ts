@@ -1,0 +1,61 @@
+/**
+ * Prometheus metrics. One registry per vault (tests run several in one process). Labels are
+ * route templates, methods and status codes only: never an id, a key or a value.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class VaultMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'vault_http_requests_total',
+    help: 'HTTP requests by route template, method and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'vault_http_request_duration_seconds',
+    help: 'HTTP request latency by route template, method and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly dataPoints = new Counter({
+    name: 'vault_datapoints_total',
+    help: 'Data points stored, read and deleted',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+  readonly searches = new Counter({ name: 'vault_searches_total', help: 'Searches run', registers: [this.registry] });
+  readonly ruleEvaluations = new Counter({
+    name: 'vault_rule_evaluations_total',
+    help: 'Rule set evaluations by rule type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+  readonly alerts = new Counter({ name: 'vault_alerts_total', help: 'Alerts fired by level', labelNames: ['level'] as const, registers: [this.registry] });
+  readonly dataKeyCache = new Counter({
+    name: 'vault_data_key_cache_total',
+    help: 'Unwrapped data key lookups by result (hit or miss)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly auditEvents = new Counter({ name: 'vault_audit_events_total', help: 'Audit events recorded', registers: [this.registry] });
+  readonly dataKeyCacheHitRatio: Gauge;
+
+  constructor(defaultMetrics = true) {
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vault_' });
+    const lookups = this.dataKeyCache;
+    this.dataKeyCacheHitRatio = new Gauge({
+      name: 'vault_data_key_cache_hit_ratio',
+      help: 'Share of data key lookups answered from memory since start',
+      registers: [this.registry],
+      // Computed at scrape time from the counter, so there is one source of truth.
+      async collect() {
+        const values = (await lookups.get()).values;
+        const hit = values.find((v) => v.labels.result === 'hit')?.value ?? 0;
+        const miss = values.find((v) => v.labels.result === 'miss')?.value ?? 0;
+        this.set(hit + miss === 0 ? 0 : hit / (hit + miss));
+      },
+    });
+  }
+}

@@ -1,0 +1,98 @@
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { createPostgresDatabase, startTestVault } from '../testing/harness.js';
+
+test('healthz answers without a key; readyz reports the database and migrations', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  const health = await v.request('GET', '/healthz', { apiKey: null });
+  t.deepEqual([health.status, health.body], [200, { status: 'ok' }]);
+  const ready = await v.request('GET', '/readyz', { apiKey: null });
+  t.deepEqual([ready.status, ready.body], [200, { status: 'ready' }]);
+});
+
+test('readyz fails when the database goes away', async (t) => {
+  const database = await createPostgresDatabase();
+  const v = await startTestVault({ env: { VAULT_DB: database.url } });
+  t.teardown(async () => {
+    await v.close().catch(() => {});
+    await database.drop();
+  });
+  t.is((await v.request('GET', '/readyz', { apiKey: null })).status, 200);
+  await database.drop();
+  const gone = await v.request('GET', '/readyz', { apiKey: null });
+  t.is(gone.status, 503);
+  t.deepEqual(gone.body, { status: 'unavailable', reason: 'database unreachable' });
+  t.is((await v.request('GET', '/healthz', { apiKey: null })).status, 200, 'the process itself is still up');
+});
+
+test('metrics count requests by route template, never by id or key', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  const secretId = 'customer-4711-ada@example.org';
+  await v.request('GET', `/entitytypes/${encodeURIComponent(secretId)}`);
+  await v.request('GET', '/entitytypes', { headers: { 'x-decryption-key': v.keys.privateKey } });
+  const res = await v.request('GET', '/metrics', { apiKey: null });
+  t.is(res.status, 200);
+  const text = String(res.body);
+  t.regex(text, /vault_http_requests_total\{method="GET",route="\/entitytypes\/:typeKey",status="404"\} 1/);
+  t.regex(text, /vault_data_key_cache_hit_ratio/);
+  for (const secret of [secretId, '4711', v.adminKey, v.keys.privateKey.slice(0, 40)]) t.false(text.includes(secret), secret);
+});
+
+test('every answer carries security headers and is not cacheable', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  const res = await v.request('GET', '/entitytypes');
+  t.is(res.headers['x-content-type-options'], 'nosniff');
+  t.regex(String(res.headers['strict-transport-security']), /max-age=/);
+  t.is(res.headers['cache-control'], 'no-store');
+  t.is(res.headers['x-frame-options'], 'SAMEORIGIN');
+});
+
+test('an application over its rate limit gets 429 with Retry-After; others are unaffected', async (t) => {
+  const v = await startTestVault({ env: { VAULT_RATE_LIMIT_MAX: '3', VAULT_RATE_LIMIT_WINDOW_MS: '60000' } });
+  t.teardown(() => v.close());
+  const other = await v.createApplication(['*']);
+  const statuses = [];
+  for (let i = 0; i < 4; i++) statuses.push((await v.request('GET', '/entitytypes')).status);
+  t.deepEqual(statuses.slice(0, 2), [200, 200]);
+  const limited = await v.request('GET', '/entitytypes');
+  t.is(limited.status, 429);
+  t.regex(limited.body.message, /^Rate limit exceeded, retry in \d+ seconds$/);
+  t.truthy(limited.headers['retry-after']);
+  t.is((await v.request('GET', '/entitytypes', { apiKey: other })).status, 200);
+  t.is((await v.request('GET', '/healthz', { apiKey: null })).status, 200, 'health checks are never limited');
+});
+
+test('repeated failed authentication from one address is answered 429', async (t) => {
+  const v = await startTestVault({ env: { VAULT_AUTH_FAILURE_LIMIT: '3' } });
+  t.teardown(() => v.close());
+  for (let i = 0; i < 3; i++) t.is((await v.request('GET', '/entitytypes', { apiKey: `guess-${i}-0000000000000` })).status, 401);
+  const blocked = await v.request('GET', '/entitytypes', { apiKey: 'guess-4-0000000000000' });
+  t.is(blocked.status, 429);
+  t.is(blocked.body.message, 'Too many failed authentication attempts');
+  t.truthy(blocked.headers['retry-after']);
+});
+
+test('the vault serves HTTPS when given a certificate and key', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  const v = await startTestVault({ env: { VAULT_TLS_CERT: cert, VAULT_TLS_KEY: key } });
+  t.teardown(() => v.close());
+  await v.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = v.app.server.address() as { port: number };
+  const { readFileSync } = await import('node:fs');
+  const dispatcher = new Agent({ connect: { ca: readFileSync(cert) } });
+  const res = await request(`https://127.0.0.1:${port}/entitytypes`, { headers: { authorization: `Bearer ${v.adminKey}` }, dispatcher });
+  t.is(res.statusCode, 200);
+  t.is(((await res.body.json()) as any).data[0].key, 'datasubject');
+  await dispatcher.close();
+});
