@@ -1,0 +1,152 @@
+import { sql, type Kysely } from 'kysely';
+import { isUniqueViolation, toNumber, type DialectName } from '../db/dialect.js';
+import type { Database, RegulationsTable } from '../db/schema.js';
+import { badRequest, conflict, notFound, paymentRequired } from '../errors.js';
+import type { RulesEngine } from '../rules/engine.js';
+import { nowIso } from '../util/time.js';
+
+export interface Regulation {
+  key: string;
+  name: string | null;
+  url: string | null;
+  createdDate: string;
+  modifiedDate: string;
+}
+
+export interface RegulationInput {
+  key?: unknown;
+  name?: string | null;
+  url?: string | null;
+}
+
+export const REGULATION_KEY = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Shipped with the vault; they never count against the licence's custom regulations. */
+export const BUILTIN_REGULATIONS: ReadonlyArray<{ key: string; name: string; url: string }> = [
+  { key: 'GDPR', name: 'General Data Protection Regulation', url: 'https://eur-lex.europa.eu/eli/reg/2016/679/oj' },
+  { key: 'CCPA', name: 'California Consumer Privacy Act', url: 'https://oag.ca.gov/privacy/ccpa' },
+  { key: 'HIPAA', name: 'Health Insurance Portability and Accountability Act', url: 'https://www.hhs.gov/hipaa/index.html' },
+  { key: 'PCI_DSS', name: 'Payment Card Industry Data Security Standard', url: 'https://www.pcisecuritystandards.org/' },
+  {
+    key: 'COPPA',
+    name: "Children's Online Privacy Protection Act",
+    url: 'https://www.ftc.gov/legal-library/browse/rules/childrens-online-privacy-protection-rule-coppa',
+  },
+  { key: 'LGPD', name: 'Lei Geral de Proteção de Dados Pessoais', url: 'https://www.planalto.gov.br/ccivil_03/_ato2015-2018/2018/lei/l13709.htm' },
+  {
+    key: 'PIPEDA',
+    name: 'Personal Information Protection and Electronic Documents Act',
+    url: 'https://www.priv.gc.ca/en/privacy-topics/privacy-laws-in-canada/the-personal-information-protection-and-electronic-documents-act-pipeda/',
+  },
+];
+
+/** Serialises custom-regulation creation across PostgreSQL connections (see `upsert`). */
+const CUSTOM_REGULATION_LOCK = 0x7265_6775_6c61;
+
+function toRegulation(row: RegulationsTable): Regulation {
+  return { key: row.key, name: row.name, url: row.url, createdDate: row.created_date, modifiedDate: row.modified_date };
+}
+
+export class RegulationService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+    /** Undefined: unlimited. */
+    private readonly maxCustom: () => number | undefined,
+    private readonly rules: () => RulesEngine,
+  ) {}
+
+  /** Idempotent, and safe when several processes start at once. */
+  async seed(): Promise<void> {
+    const now = nowIso();
+    await this.db
+      .insertInto('regulations')
+      .values(BUILTIN_REGULATIONS.map((r) => ({ ...r, builtin: 1 as const, created_date: now, modified_date: now })))
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+  }
+
+  async upsert(input: RegulationInput): Promise<'created' | 'updated'> {
+    if (input.key === undefined || input.key === null || input.key === '') throw badRequest('Regulation key is required');
+    if (typeof input.key !== 'string' || !REGULATION_KEY.test(input.key)) {
+      throw badRequest('Regulation key must contain only alphanumeric characters, hyphens and underscores');
+    }
+    const key = input.key;
+    const name = input.name ?? null;
+    const url = input.url ?? null;
+    const attempt = () =>
+      this.db.transaction().execute(async (trx) => {
+        const max = this.maxCustom();
+        // Count-then-insert must not interleave, or two creates at the limit both pass. SQLite
+        // runs one write transaction at a time; PostgreSQL needs the lock.
+        if (max !== undefined && this.dialect === 'postgres') {
+          await sql`select pg_advisory_xact_lock(${CUSTOM_REGULATION_LOCK}::bigint)`.execute(trx);
+        }
+        const now = nowIso();
+        const existing = await trx.selectFrom('regulations').select('key').where('key', '=', key).executeTakeFirst();
+        if (existing) {
+          await trx.updateTable('regulations').set({ name, url, modified_date: now }).where('key', '=', key).execute();
+          return 'updated' as const;
+        }
+        if (max !== undefined) {
+          const { count } = await trx
+            .selectFrom('regulations')
+            .select((eb) => eb.fn.countAll().as('count'))
+            .where('builtin', '=', 0)
+            .executeTakeFirstOrThrow();
+          if (toNumber(count) >= max) throw paymentRequired(`Your current subscription is limited to ${max} custom regulations`);
+        }
+        await trx.insertInto('regulations').values({ key, name, url, builtin: 0, created_date: now, modified_date: now }).execute();
+        return 'created' as const;
+      });
+    try {
+      return await attempt();
+    } catch (err) {
+      // Lost a race to create the same key: it exists now, so this becomes an update.
+      if (isUniqueViolation(err)) return attempt();
+      throw err;
+    }
+  }
+
+  async list(): Promise<Regulation[]> {
+    const rows = await this.db.selectFrom('regulations').selectAll().orderBy('key').execute();
+    return rows.map(toRegulation);
+  }
+
+  async find(key: string): Promise<Regulation | undefined> {
+    if (!REGULATION_KEY.test(key)) return undefined;
+    const row = await this.db.selectFrom('regulations').selectAll().where('key', '=', key).executeTakeFirst();
+    return row && toRegulation(row);
+  }
+
+  async get(key: string): Promise<Regulation> {
+    const found = await this.find(key);
+    if (!found) throw notFound('No such regulation');
+    return found;
+  }
+
+  /** The keys among `keys` that are not regulations (for callers that must refuse them). */
+  async missing(db: Kysely<Database>, keys: readonly string[]): Promise<string[]> {
+    const unique = [...new Set(keys)];
+    if (unique.length === 0) return [];
+    const valid = unique.filter((k) => REGULATION_KEY.test(k));
+    const found = valid.length === 0 ? [] : await db.selectFrom('regulations').select('key').where('key', 'in', valid).execute();
+    const known = new Set(found.map((r) => r.key));
+    return unique.filter((k) => !known.has(k));
+  }
+
+  /** Deletes the regulation and removes it from definitions and data points, all or nothing. */
+  async delete(key: string): Promise<void> {
+    if (!(await this.find(key))) throw notFound('Regulation not found');
+    // Outside the transaction: on SQLite the engine's own read would wait for this one's connection.
+    if ((await this.rules().findReferencingRule('regulation', key)) !== undefined) {
+      throw conflict('Cannot delete regulation, because it is referenced by rule');
+    }
+    await this.db.transaction().execute(async (trx) => {
+      const deleted = await trx.deleteFrom('regulations').where('key', '=', key).executeTakeFirst();
+      if (Number(deleted.numDeletedRows) === 0) throw notFound('Regulation not found');
+      await trx.deleteFrom('definition_regulations').where('regulation', '=', key).execute();
+      await trx.deleteFrom('datapoint_regulations').where('regulation', '=', key).execute();
+    });
+  }
+}

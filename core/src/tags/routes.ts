@@ -1,0 +1,60 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { requireAdmin } from '../access/caller.js';
+import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
+import type { Vault } from '../vault.js';
+
+const tag = {
+  type: 'object',
+  properties: { name: { type: 'string' }, createdDate: isoDate, modifiedDate: isoDate },
+} as const;
+
+const body = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string' },
+    // ViziVault clients send back the whole tag they read; the dates are the vault's own.
+    createdDate: { type: 'string', readOnly: true },
+    modifiedDate: { type: 'string', readOnly: true },
+  },
+} as const;
+
+export const tagRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
+  const tags = ['tags'];
+
+  app.post<{ Body: { name?: string } }>(
+    '/tags',
+    { schema: { tags, summary: 'Create a tag, or touch the one with that name', body, response: { 201: envelope(tag), ...errors(400, 403) } } },
+    async (request, reply) => {
+      requireAdmin(request.caller);
+      return reply.status(201).send({ data: await vault.tags.upsert(request.body.name) });
+    },
+  );
+
+  app.get('/tags', { schema: { tags, summary: 'List tags', response: { 200: envelope({ type: 'array', items: tag }) } } }, async () => ({
+    data: await vault.tags.list(),
+  }));
+
+  app.get<{ Params: { tagName: string } }>(
+    '/tags/:tagName',
+    { schema: { tags, summary: 'Read a tag', params: pathParams('tagName'), response: { 200: envelope(tag), ...errors(404) } } },
+    async (request) => ({ data: await vault.tags.get(request.params.tagName) }),
+  );
+
+  app.delete<{ Params: { tagName: string } }>(
+    '/tags/:tagName',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a tag and remove it from definitions, entities and data points',
+        params: pathParams('tagName'),
+        response: { 200: confirmation, ...errors(403, 404, 409) },
+      },
+    },
+    async (request) => {
+      requireAdmin(request.caller);
+      await vault.tags.delete(request.params.tagName);
+      return { data: 'Successfully Deleted Tag' };
+    },
+  );
+};

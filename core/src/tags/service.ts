@@ -1,0 +1,87 @@
+import type { Kysely } from 'kysely';
+import type { Database, TagsTable } from '../db/schema.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import type { RulesEngine } from '../rules/engine.js';
+import { nowIso } from '../util/time.js';
+
+export interface Tag {
+  name: string;
+  createdDate: string;
+  modifiedDate: string;
+}
+
+export const TAG_NAME_MAX = 256;
+// Control characters make names that cannot be typed or logged safely, and PostgreSQL
+// refuses NUL in text outright.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export function isValidTagName(name: unknown): name is string {
+  return typeof name === 'string' && name.length > 0 && name.length <= TAG_NAME_MAX && !CONTROL.test(name);
+}
+
+/** Every place that accepts tag names (tags, definitions, entities, data points) checks them alike. */
+export function checkTagNames(names: readonly unknown[]): string[] {
+  for (const name of names) {
+    if (!isValidTagName(name)) throw badRequest(`Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`);
+  }
+  return [...new Set(names as string[])].sort();
+}
+
+function toTag(row: TagsTable): Tag {
+  return { name: row.name, createdDate: row.created_date, modifiedDate: row.modified_date };
+}
+
+export class TagService {
+  /** `rules` is read at call time: the engine is installed on the vault after construction. */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly rules: () => RulesEngine,
+  ) {}
+
+  async upsert(name: unknown): Promise<Tag> {
+    if (name === undefined || name === null) throw badRequest('Tag name is required');
+    const [valid] = checkTagNames([name]);
+    const now = nowIso();
+    await this.db
+      .insertInto('tags')
+      .values({ name: valid, created_date: now, modified_date: now })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ modified_date: now }))
+      .execute();
+    return this.get(valid);
+  }
+
+  async list(): Promise<Tag[]> {
+    const rows = await this.db.selectFrom('tags').selectAll().orderBy('name').execute();
+    return rows.map(toTag);
+  }
+
+  async find(name: string): Promise<Tag | undefined> {
+    // A name no tag can have is simply absent; PostgreSQL would reject some of them as input.
+    if (!isValidTagName(name)) return undefined;
+    const row = await this.db.selectFrom('tags').selectAll().where('name', '=', name).executeTakeFirst();
+    return row && toTag(row);
+  }
+
+  async get(name: string): Promise<Tag> {
+    const found = await this.find(name);
+    if (!found) throw notFound('No such tag');
+    return found;
+  }
+
+  /** Removes the tag and every use of it: definitions, entities and data points, all or nothing. */
+  async delete(name: string): Promise<void> {
+    if (!(await this.find(name))) throw notFound('No such tag');
+    // Asked outside the transaction: the engine reads through its own connection, which on
+    // SQLite would wait forever for the single connection this transaction holds.
+    if ((await this.rules().findReferencingRule('tag', name)) !== undefined) {
+      throw conflict('Cannot delete tag, because it is referenced by rule');
+    }
+    await this.db.transaction().execute(async (trx) => {
+      const deleted = await trx.deleteFrom('tags').where('name', '=', name).executeTakeFirst();
+      if (Number(deleted.numDeletedRows) === 0) throw notFound('No such tag');
+      await trx.deleteFrom('definition_tags').where('tag', '=', name).execute();
+      await trx.deleteFrom('entity_tags').where('tag', '=', name).execute();
+      await trx.deleteFrom('datapoint_tags').where('tag', '=', name).execute();
+    });
+  }
+}
