@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// The installed `vault` command: TypeScript sources run through tsx, as `npm start` does.
+import { register } from 'tsx/esm/api';
+register();
+const { runCli } = await import('../src/cli/main.ts');
+const io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`), env: process.env };
+const code = await runCli(process.argv.slice(2), io);
+if (code !== 0 || process.argv[2] !== 'start') process.exit(code);

@@ -1,0 +1,78 @@
+import test from 'ava';
+import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from './main.js';
+import { commands } from './commands.js';
+
+function io(env: Record<string, string> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l), env: { ...env } }, out, err };
+}
+
+function dataDir(t: { teardown: (fn: () => void) => void }): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-cli-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return { VAULT_DATA_DIR: dir, VAULT_ADMIN_API_KEY: 'cli-test-admin-key-0000' };
+}
+
+test('every verb answers --help with its usage', async (t) => {
+  for (const name of Object.keys(commands)) {
+    const { io: x, out } = io();
+    t.is(await runCli([...name.split(' '), '--help'], x), 0, name);
+    t.regex(out.join('\n'), new RegExp(`Usage: vault ${name}`));
+  }
+  const { io: x, out } = io();
+  t.is(await runCli(['--help'], x), 0);
+  t.regex(out.join('\n'), /applications create/);
+});
+
+test('an unknown verb or option is exit code 2 with help', async (t) => {
+  const unknown = io();
+  t.is(await runCli(['frobnicate'], unknown.io), 2);
+  t.regex(unknown.err.join('\n'), /Unknown command: frobnicate/);
+  const badOption = io();
+  t.is(await runCli(['keygen', '--colour', 'red'], badOption.io), 2);
+  t.regex(badOption.err.join('\n'), /Unknown option '--colour'/);
+});
+
+test('keygen writes a usable key pair, the private half 0600', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-keygen-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const { io: x, out } = io();
+  t.is(await runCli(['keygen', '--bits', '2048', '--out', dir], x), 0);
+  t.is(statSync(join(dir, 'private-key.pem')).mode & 0o777, 0o600);
+  t.regex(readFileSync(join(dir, 'public-key.pem'), 'utf8'), /BEGIN PUBLIC KEY/);
+  const line = out.find((l) => l.startsWith('VAULT_ENCRYPTION_PUBLIC_KEY='))!;
+  t.regex(Buffer.from(line.split('=')[1], 'base64').toString(), /BEGIN PUBLIC KEY/);
+});
+
+test('applications are created, listed and deleted from the command line', async (t) => {
+  const env = dataDir(t);
+  const created = io(env);
+  t.is(await runCli(['applications', 'create', '--name', 'reports', '--attributes', 'EMAIL,NAME'], created.io), 0);
+  const match = /Created application (\S+) \(reports\)\. API key \(shown once\): (\S+)/.exec(created.out.join('\n'));
+  t.truthy(match);
+  const listed = io(env);
+  await runCli(['applications', 'list'], listed.io);
+  t.true(listed.out.some((l) => l.startsWith(`${match![1]}\treports\t-\tEMAIL,NAME`)));
+  t.false(listed.out.join('\n').includes(match![2]), 'keys are never listed');
+  const deleted = io(env);
+  t.is(await runCli(['applications', 'delete', match![1]], deleted.io), 0);
+  const missing = io(env);
+  t.is(await runCli(['applications', 'delete', match![1]], missing.io), 1);
+  t.deepEqual(missing.err, ['Application not found']);
+});
+
+test('migrate brings a fresh database up to date', async (t) => {
+  const { io: x, out } = io(dataDir(t));
+  t.is(await runCli(['migrate'], x), 0);
+  t.deepEqual(out, ['Database is up to date']);
+});
+
+test('invalid configuration is reported, exit code 2', async (t) => {
+  const { io: x, err } = io({ VAULT_DB: 'mysql://nope' });
+  t.is(await runCli(['migrate'], x), 2);
+  t.deepEqual(err, ['Invalid configuration: VAULT_DB must be sqlite:<path> or a postgres:// URL']);
+});

@@ -1,0 +1,208 @@
+/**
+ * The operator's command line. Every verb works on the vault configured by the same
+ * environment as the server (VAULT_DATA_DIR, VAULT_DB, ...), directly on its database.
+ */
+import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadConfig } from '../config.js';
+import { generateKeyPair } from '../crypto/keys.js';
+import { createLogger } from '../logger.js';
+import { Vault } from '../vault.js';
+
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface Command {
+  summary: string;
+  usage: string;
+  options?: ParseArgsConfig['options'];
+  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[] }, io: Io): Promise<number>;
+}
+
+/** Opens the configured vault quietly (warnings only) for one command. */
+async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>): Promise<T> {
+  const config = loadConfig(io.env);
+  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: io.err });
+  try {
+    return await fn(vault);
+  } finally {
+    await vault.close();
+  }
+}
+
+export const commands: Record<string, Command> = {
+  start: {
+    summary: 'Run the vault server (same as npm start)',
+    usage: 'vault start',
+    async run(_args, io) {
+      const { runServer } = await import('../main.js');
+      await runServer(io.env);
+      return new Promise<number>(() => {});
+    },
+  },
+
+  keygen: {
+    summary: 'Generate an RSA key pair in the vault header format',
+    usage: 'vault keygen [--bits 3072] [--out DIR]',
+    options: { bits: { type: 'string', default: '3072' }, out: { type: 'string' } },
+    async run({ values }, io) {
+      const bits = Number(values.bits);
+      if (![2048, 3072, 4096].includes(bits)) {
+        io.err('--bits must be 2048, 3072 or 4096');
+        return 2;
+      }
+      const pair = generateKeyPair(bits);
+      if (values.out) {
+        const dir = resolve(String(values.out));
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'private-key.pem'), pair.privatePem, { mode: 0o600 });
+        writeFileSync(join(dir, 'public-key.pem'), pair.publicPem);
+        io.out(`Wrote ${join(dir, 'private-key.pem')} (mode 0600) and ${join(dir, 'public-key.pem')}`);
+      } else {
+        io.err('No --out given: printing the private key header to stdout. Keep it secret.');
+        io.out(`X-Decryption-Key: ${pair.privateKey}`);
+      }
+      io.out(`VAULT_ENCRYPTION_PUBLIC_KEY=${pair.publicKey}`);
+      return 0;
+    },
+  },
+
+  'applications create': {
+    summary: 'Create an application and print its API key once',
+    usage: 'vault applications create --name NAME [--attributes A,B|*] [--admin] [--api-key KEY]',
+    options: { name: { type: 'string' }, attributes: { type: 'string', default: '*' }, admin: { type: 'boolean', default: false }, 'api-key': { type: 'string' } },
+    async run({ values }, io) {
+      if (!values.name) {
+        io.err('--name is required');
+        return 2;
+      }
+      const { application, apiKey } = await withVault(io, (vault) =>
+        vault.applications.create({
+          name: String(values.name),
+          attributes: String(values.attributes).split(',').map((a) => a.trim()).filter(Boolean),
+          admin: Boolean(values.admin),
+          apiKey: values['api-key'] as string | undefined,
+        }),
+      );
+      io.out(`Created application ${application.id} (${application.name}). API key (shown once): ${apiKey}`);
+      return 0;
+    },
+  },
+
+  'applications list': {
+    summary: 'List applications',
+    usage: 'vault applications list',
+    async run(_args, io) {
+      const apps = await withVault(io, (vault) => vault.applications.list());
+      for (const a of apps) io.out(`${a.id}\t${a.name}\t${a.admin ? 'admin' : '-'}\t${a.attributes.join(',')}`);
+      return 0;
+    },
+  },
+
+  'applications delete': {
+    summary: 'Delete an application (its key stops working at once)',
+    usage: 'vault applications delete ID',
+    async run({ positionals }, io) {
+      const id = positionals[0];
+      if (!id) {
+        io.err('the application id is required');
+        return 2;
+      }
+      await withVault(io, (vault) => vault.applications.delete(id));
+      io.out(`Deleted application ${id}`);
+      return 0;
+    },
+  },
+
+  migrate: {
+    summary: 'Apply every pending database migration (the server also does this on start)',
+    usage: 'vault migrate',
+    async run(_args, io) {
+      await withVault(io, async () => undefined);
+      io.out('Database is up to date');
+      return 0;
+    },
+  },
+
+  'keys list': {
+    summary: "List the vault's registered encryption keys",
+    usage: 'vault keys list',
+    async run(_args, io) {
+      const keys = await withVault(io, (vault) => vault.keyring.list());
+      for (const k of keys) io.out(`${k.id}\t${k.status}`);
+      return 0;
+    },
+  },
+
+  backup: {
+    summary: 'Online backup of the database to a file (SQLite), or pg_dump (PostgreSQL)',
+    usage: 'vault backup --to FILE',
+    options: { to: { type: 'string' } },
+    async run({ values }, io) {
+      if (!values.to) {
+        io.err('--to is required');
+        return 2;
+      }
+      const target = resolve(String(values.to));
+      await withVault(io, (vault) => backupDatabase(vault, target));
+      io.out(`Backed up to ${target}. The blind-index key (VAULT_INDEX_KEY or index.key) is not in it: keep it with the backup, apart from the private key.`);
+      return 0;
+    },
+  },
+
+  restore: {
+    summary: 'Restore a backup made by `vault backup` (stop the vault first)',
+    usage: 'vault restore --from FILE',
+    options: { from: { type: 'string' } },
+    async run({ values }, io) {
+      if (!values.from || !existsSync(String(values.from))) {
+        io.err('--from must name an existing backup file');
+        return 2;
+      }
+      const config = loadConfig(io.env);
+      await restoreDatabase(config.db, resolve(String(values.from)));
+      io.out(`Restored ${values.from}`);
+      return 0;
+    },
+  },
+
+  deadletters: {
+    summary: "List a sidecar's dead letters, or replay them",
+    usage: 'vault deadletters [--sidecar URL] [--replay]',
+    options: { sidecar: { type: 'string', default: 'http://127.0.0.1:8084' }, replay: { type: 'boolean', default: false } },
+    async run({ values }, io) {
+      const base = String(values.sidecar).replace(/\/$/, '');
+      const res = values.replay
+        ? await fetch(`${base}/deadletters/replay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+        : await fetch(`${base}/deadletters`);
+      io.out(JSON.stringify(await res.json(), null, 2));
+      return res.ok ? 0 : 1;
+    },
+  },
+};
+
+export async function backupDatabase(vault: Vault, target: string): Promise<void> {
+  if (vault.handle.sqlite) {
+    // better-sqlite3's backup copies page by page while the vault keeps serving.
+    await vault.handle.sqlite.backup(target);
+    return;
+  }
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${target}`, vault.config.db], { stdio: 'inherit' });
+}
+
+export async function restoreDatabase(dbUrl: string, source: string): Promise<void> {
+  if (dbUrl.startsWith('sqlite:')) {
+    const path = dbUrl.slice('sqlite:'.length);
+    // A stale write-ahead log would be replayed over the restored file.
+    for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+    copyFileSync(source, path);
+    return;
+  }
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('pg_restore', ['--clean', '--if-exists', '--no-owner', `--dbname=${dbUrl}`, source], { stdio: 'inherit' });
+}
