@@ -130,7 +130,12 @@ export class ApplicationService {
       const known = await this.authenticate(configuredKey);
       if (known?.admin) return undefined;
       if (known) throw new Error('VAULT_ADMIN_API_KEY belongs to an application that is not an admin');
-      await this.create({ name: 'admin', admin: true, attributes: ['*'], apiKey: configuredKey });
+      try {
+        await this.create({ name: 'admin', admin: true, attributes: ['*'], apiKey: configuredKey });
+      } catch (err) {
+        // Another replica starting at the same moment created it first.
+        if (!(await this.authenticate(configuredKey))?.admin) throw err;
+      }
       return undefined;
     }
     const anyAdmin = await this.db.selectFrom('applications').select('id').where('admin', '=', 1).executeTakeFirst();

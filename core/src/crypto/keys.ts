@@ -2,11 +2,12 @@
  * The vault's RSA key registry. The vault knows public keys only; private keys arrive in a
  * request header, are checked against a registered public key, used, and dropped.
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { nowIso } from '../util/time.js';
+import { LruMap } from './lru.js';
 
 export const INVALID_KEY = 'Encoded key provided is invalid';
 const MAX_HEADER_LENGTH = 32 * 1024;
@@ -65,18 +66,51 @@ export function parsePublicKeyHeader(header: unknown): KeyObject {
 
 export function parsePrivateKeyHeader(header: unknown): KeyObject {
   const pem = decodeHeader(header);
+  let key: KeyObject;
   try {
-    const key = createPrivateKey({ key: pem, format: 'pem' });
+    key = createPrivateKey({ key: pem, format: 'pem' });
     if (key.asymmetricKeyType !== 'rsa') throw new Error('not RSA');
-    return key;
   } catch {
     // The parser's own message could quote key material; never pass it on.
     throw badRequest(INVALID_KEY);
   }
+  if (!holdsFactorisation(key)) throw badRequest(INVALID_KEY);
+  return key;
+}
+
+function bigint(base64url: string): bigint {
+  return BigInt(`0x${Buffer.from(base64url, 'base64url').toString('hex') || '0'}`);
+}
+
+/**
+ * OpenSSL accepts a "private key" made of the public modulus and exponent plus garbage,
+ * and its derived public half then matches the registered key. The primes are the proof
+ * of possession: only the key's holder can give two factors of the modulus.
+ */
+function holdsFactorisation(key: KeyObject): boolean {
+  const jwk = key.export({ format: 'jwk' });
+  if (!jwk.n || !jwk.p || !jwk.q) return false;
+  const p = bigint(jwk.p);
+  const q = bigint(jwk.q);
+  return p > 1n && q > 1n && p * q === bigint(jwk.n);
+}
+
+/** A checked X-Decryption-Key: which registered key it is, and the private key when needed. */
+export interface DecryptionCredential {
+  registered: RegisteredKey;
+  /** Parsed on first use: a read served from cached data keys never parses the header. */
+  privateKey(): KeyObject;
 }
 
 export class Keyring {
   private cache = new Map<string, RegisteredKey>();
+  /**
+   * Headers already proven to be a registered key's private half, by keyed digest (never
+   * the header itself), so repeated reads skip the parse and the proof. The digest key is
+   * per process, so the digests mean nothing outside it.
+   */
+  private verified = new LruMap<string, string>(64);
+  private readonly digestKey = randomBytes(32);
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -90,13 +124,16 @@ export class Keyring {
       if (existing) {
         await trx.updateTable('encryption_keys').set({ status }).where('id', '=', id).execute();
       } else {
+        // Replicas starting together register the same key: the second insert is a no-op.
         await trx
           .insertInto('encryption_keys')
           .values({ id, public_key_pem: publicKey.export({ type: 'spki', format: 'pem' }) as string, status, created_date: nowIso() })
+          .onConflict((oc) => oc.column('id').doUpdateSet({ status }))
           .execute();
       }
     });
     this.cache.clear();
+    this.verified.clear();
     return { id, publicKey, status };
   }
 
@@ -113,6 +150,7 @@ export class Keyring {
   async remove(id: string): Promise<void> {
     await this.db.deleteFrom('encryption_keys').where('id', '=', id).execute();
     this.cache.clear();
+    this.verified.clear();
   }
 
   /** The key new data keys are wrapped under. */
@@ -144,5 +182,25 @@ export class Keyring {
     const registered = await this.byId(keyFingerprint(createPublicKey(privateKey)));
     if (!registered) throw badRequest(INVALID_KEY);
     return { registered, privateKey };
+  }
+
+  /**
+   * An X-Decryption-Key header proven to be the private half of a registered key, or 400.
+   * Only such a credential may use data keys another request unwrapped.
+   */
+  async requireDecryptionKey(header: unknown): Promise<DecryptionCredential> {
+    if (typeof header !== 'string' || header.length === 0 || header.length > MAX_HEADER_LENGTH) throw badRequest(INVALID_KEY);
+    const digest = createHmac('sha256', this.digestKey).update(header).digest('base64');
+    const knownId = this.verified.get(digest);
+    if (knownId !== undefined) {
+      const registered = await this.byId(knownId);
+      if (registered) {
+        let parsed: KeyObject | undefined;
+        return { registered, privateKey: () => (parsed ??= parsePrivateKeyHeader(header)) };
+      }
+    }
+    const { registered, privateKey } = await this.requirePrivateKey(header);
+    this.verified.set(digest, registered.id);
+    return { registered, privateKey: () => privateKey };
   }
 }
