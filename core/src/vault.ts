@@ -14,6 +14,7 @@ import type { DialectName } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
+import { DefinitionService } from './definitions/service.js';
 import { EntityTypeService } from './entitytypes/service.js';
 import { RegulationService } from './regulations/service.js';
 import { TagService } from './tags/service.js';
@@ -39,6 +40,7 @@ export class Vault {
   readonly entityTypes: EntityTypeService;
   readonly tags: TagService;
   readonly regulations: RegulationService;
+  readonly definitions: DefinitionService;
   rules: RulesEngine = noRules;
   activity: ActivityLog = discardActivity;
   readonly metrics = new VaultMetrics();
@@ -57,6 +59,7 @@ export class Vault {
     this.entityTypes = new EntityTypeService(this.db);
     this.tags = new TagService(this.db, () => this.rules);
     this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules);
+    this.definitions = new DefinitionService(this.db, () => this.rules);
   }
 
   /** Opens the database, migrates it, and makes sure the operator has keys to get in. */

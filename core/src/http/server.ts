@@ -9,6 +9,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from 'pino';
 import type { Vault } from '../vault.js';
 import { applicationRoutes } from '../applications/routes.js';
+import { definitionRoutes } from '../definitions/routes.js';
 import { entityTypeRoutes } from '../entitytypes/routes.js';
 import { regulationRoutes } from '../regulations/routes.js';
 import { tagRoutes } from '../tags/routes.js';
@@ -73,6 +74,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   await app.register(entityTypeRoutes, { vault });
   await app.register(tagRoutes, { vault });
   await app.register(regulationRoutes, { vault });
+  await app.register(definitionRoutes, { vault });
 
   return app;
 }
