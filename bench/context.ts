@@ -1,0 +1,115 @@
+/**
+ * What every scenario group gets: the run's settings, the load generator, and helpers that
+ * turn load runs into figures (with their baseline, ratio, target and loud problems).
+ */
+import type { LoadGenerator, LoadJob, Measurement, RequestSpec } from './load.js';
+import { loadProblem, type Figure, type Target, type Unit } from './report.js';
+
+export interface Settings {
+  connections: number;
+  durationSec: number;
+  warmupSec: number;
+}
+
+export interface BenchContext {
+  quick: boolean;
+  settings: Settings;
+  load: LoadGenerator;
+  figures: Figure[];
+  /** Whether `--only` (if given) selected this scenario id. */
+  wants(scenario: string): boolean;
+  log(message: string): void;
+}
+
+export interface Side {
+  name: string;
+  url: string | string[];
+  pool: RequestSpec[];
+}
+
+export interface CompareOptions {
+  scenario: string;
+  name: string;
+  vault: Side;
+  baseline?: Side;
+  /** Events per request: figures become events/s. */
+  perRequest?: number;
+  connections?: number;
+  durationSec?: number;
+  target?: (figure: Figure) => Target;
+  notes?: string[];
+}
+
+export function job(ctx: BenchContext, side: Side, overrides: Partial<LoadJob> = {}): LoadJob {
+  return {
+    targets: Array.isArray(side.url) ? side.url : [side.url],
+    connections: ctx.settings.connections,
+    durationSec: ctx.settings.durationSec,
+    warmupSec: ctx.settings.warmupSec,
+    pool: side.pool,
+    ...overrides,
+  };
+}
+
+/** One answer to the first request of the pool, to show what a failing scenario is told. */
+async function probe(side: Side): Promise<string> {
+  const spec = side.pool[0];
+  const base = Array.isArray(side.url) ? side.url[0] : side.url;
+  try {
+    const res = await fetch(`${base}${spec.path}`, { method: spec.method, headers: spec.headers, body: spec.body });
+    return `sample answer to ${spec.method} ${spec.path}: ${res.status} ${(await res.text()).slice(0, 300)}`;
+  } catch (err) {
+    return `sample request ${spec.method} ${spec.path} failed: ${(err as Error).message}`;
+  }
+}
+
+export async function problemsOf(label: string, side: Side, m: Measurement): Promise<string[]> {
+  const problem = loadProblem(label, m);
+  return problem ? [problem, await probe(side)] : [];
+}
+
+/** Runs the baseline (if any) then the vault side under the same load, and records one figure. */
+export async function compare(ctx: BenchContext, options: CompareOptions): Promise<Figure> {
+  const overrides: Partial<LoadJob> = {};
+  if (options.connections) overrides.connections = options.connections;
+  if (options.durationSec) overrides.durationSec = options.durationSec;
+  const per = options.perRequest ?? 1;
+  const unit: Unit = options.perRequest ? 'events/s' : 'req/s';
+  const problems: string[] = [];
+  let baseline: Figure['baseline'];
+  let baselineLoad: Measurement | undefined;
+  if (options.baseline) {
+    ctx.log(`  ${options.scenario}: ${options.name} — ${options.baseline.name}`);
+    baselineLoad = await ctx.load.run(job(ctx, options.baseline, overrides));
+    problems.push(...(await problemsOf(options.baseline.name, options.baseline, baselineLoad)));
+    baseline = { name: options.baseline.name, value: baselineLoad.rps * per, p50: baselineLoad.p50, p99: baselineLoad.p99 };
+  }
+  ctx.log(`  ${options.scenario}: ${options.name} — ${options.vault.name}`);
+  const load = await ctx.load.run(job(ctx, options.vault, overrides));
+  problems.push(...(await problemsOf(options.vault.name, options.vault, load)));
+  const figure: Figure = {
+    scenario: options.scenario,
+    name: options.name,
+    unit,
+    value: load.rps * per,
+    p50: load.p50,
+    p99: load.p99,
+    baseline,
+    ratio: baseline && baseline.value > 0 ? (load.rps * per) / baseline.value : undefined,
+    problems: problems.length ? problems : undefined,
+    notes: options.notes,
+    load,
+    baselineLoad,
+  };
+  if (options.target) figure.target = options.target(figure);
+  ctx.figures.push(figure);
+  return figure;
+}
+
+export function ratioTarget(min: number, of = 'baseline'): (f: Figure) => Target {
+  return (f) => ({ text: `>= ${min}x ${of}`, pass: f.ratio !== undefined && f.ratio >= min && !f.problems?.length });
+}
+
+export function skip(ctx: BenchContext, scenario: string, name: string, reason: string, target?: string): void {
+  ctx.figures.push({ scenario, name, unit: 'req/s', value: null, skipped: reason, target: target ? { text: target, pass: false } : undefined });
+}

@@ -1,0 +1,120 @@
+/**
+ * The processes a benchmark run starts: vaults (through core's spawnVault), the baseline
+ * server, and sidecars. Every one is a real OS process, so memory figures are per process
+ * and load never shares an event loop with the harness.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { freePort, REPO_ROOT, spawnVault, waitForHttp, type VaultProcess } from '../core/src/testing/process.js';
+
+/** Peak resident set size of a live process so far (Linux VmHWM), in MB; undefined elsewhere. */
+export function peakRssMb(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+    return kb === undefined ? undefined : Number(kb) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `bench-${prefix}-`));
+}
+
+/**
+ * A vault for benchmarking: its own data directory, warn-level logs, and a rate limit so high
+ * it never refuses (the limiter still runs on every request, as it does in production).
+ */
+export async function startVault(env: Record<string, string> = {}): Promise<VaultProcess> {
+  return spawnVault({
+    env: {
+      VAULT_RATE_LIMIT_MAX: '100000000',
+      VAULT_INDEX_KEY: env.VAULT_INDEX_KEY ?? randomBytes(32).toString('base64'),
+      ...env,
+    },
+  });
+}
+
+export interface ManagedProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  output(): string;
+  peakRssMb(): number | undefined;
+  stop(): Promise<void>;
+}
+
+async function startNodeProcess(script: string, env: Record<string, string>, port: number, readyPath: string, name: string): Promise<ManagedProcess> {
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, script)], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((res) => child.once('exit', () => res()));
+  const url = `http://127.0.0.1:${port}`;
+  await Promise.race([
+    waitForHttp(`${url}${readyPath}`, 30_000),
+    exited.then(() => {
+      throw new Error(`${name} exited before answering:\n${out}`);
+    }),
+  ]);
+  return {
+    url,
+    port,
+    child,
+    output: () => out,
+    peakRssMb: () => peakRssMb(child.pid),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface BaselineProcess extends ManagedProcess {
+  dbPath: string;
+  dispose(): Promise<void>;
+}
+
+/** The baseline server (bench/baseline.ts) on a fresh database, or on `dbPath` if seeded already. */
+export async function startBaseline(dbPath?: string): Promise<BaselineProcess> {
+  const dir = dbPath ? undefined : tempDir('baseline');
+  const path = dbPath ?? join(dir!, 'baseline.db');
+  const port = await freePort();
+  const proc = await startNodeProcess('bench/baseline.ts', { BASELINE_PORT: String(port), BASELINE_DB: path }, port, '/data/ready', 'baseline');
+  return {
+    ...proc,
+    dbPath: path,
+    async dispose() {
+      await proc.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface SidecarProcess extends ManagedProcess {
+  proxyUrl?: string;
+}
+
+/** `npm run sidecar`'s entry point with the given settings (see proxy/src/config.ts). */
+export async function startSidecar(env: Record<string, string>): Promise<SidecarProcess> {
+  const port = await freePort();
+  const proxyPort = env.SIDECAR_UPSTREAM ? await freePort() : undefined;
+  const proc = await startNodeProcess(
+    'proxy/src/main.ts',
+    { SIDECAR_LOG_LEVEL: 'warn', SIDECAR_PORT: String(port), ...(proxyPort ? { SIDECAR_PROXY_PORT: String(proxyPort) } : {}), ...env },
+    port,
+    '/healthz',
+    'sidecar',
+  );
+  return { ...proc, proxyUrl: proxyPort ? `http://127.0.0.1:${proxyPort}` : undefined };
+}

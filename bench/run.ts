@@ -1,0 +1,89 @@
+/**
+ * `npm run bench [-- --quick] [-- --only <scenario>[,<scenario>...]] [-- --out <file>]`
+ *
+ * Runs every scenario group in turn (each on fresh processes and data), prints the table of
+ * figures with their baselines, ratios and targets, and writes the same as JSON (default
+ * bench/results/latest.json). Exits 1 if any figure had errors or non-2xx answers, 2 on bad
+ * arguments.
+ */
+import { resolve } from 'node:path';
+import { LoadGenerator } from './load.js';
+import { closeApiAgent } from './api.js';
+import { describeMachine, formatTable, writeReport, type Figure, type RunReport } from './report.js';
+import type { BenchContext, Settings } from './context.js';
+import { ALL_SCENARIOS, GROUPS } from './scenarios/index.js';
+
+interface Args {
+  quick: boolean;
+  only?: string[];
+  out: string;
+}
+
+function usage(problem: string): never {
+  process.stderr.write(`${problem}\nusage: npm run bench -- [--quick] [--only <scenario>[,<scenario>...]] [--out <file>]\nscenarios: ${ALL_SCENARIOS.join(', ')}\n`);
+  process.exit(2);
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { quick: false, out: resolve(import.meta.dirname, 'results/latest.json') };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--quick') args.quick = true;
+    else if (arg === '--only' || arg === '--out') {
+      const value = argv[++i];
+      if (!value) usage(`${arg} needs a value`);
+      if (arg === '--out') args.out = resolve(value);
+      else args.only = [...(args.only ?? []), ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+    } else if (arg === '--help' || arg === '-h') usage('');
+    else usage(`unknown argument ${arg}`);
+  }
+  for (const s of args.only ?? []) if (!ALL_SCENARIOS.includes(s)) usage(`unknown scenario ${s}`);
+  return args;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const settings: Settings = args.quick ? { connections: 64, durationSec: 1, warmupSec: 0.5 } : { connections: 64, durationSec: 10, warmupSec: 3 };
+  const started = Date.now();
+  const figures: Figure[] = [];
+  const load = new LoadGenerator();
+  const ctx: BenchContext = {
+    quick: args.quick,
+    settings,
+    load,
+    figures,
+    wants: (s) => !args.only || args.only.includes(s),
+    log: (m) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${m}\n`),
+  };
+  const machine = describeMachine();
+  ctx.log(`${args.quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, node ${machine.node}`);
+  let failure: Error | undefined;
+  try {
+    for (const group of GROUPS) await group.run(ctx);
+  } catch (err) {
+    failure = err as Error;
+  } finally {
+    await load.close();
+    await closeApiAgent();
+  }
+  const report: RunReport = {
+    startedAt: new Date(started).toISOString(),
+    finishedAt: new Date().toISOString(),
+    mode: args.quick ? 'quick' : 'full',
+    only: args.only,
+    settings,
+    machine,
+    figures,
+  };
+  writeReport(args.out, report);
+  process.stdout.write(`\nMachine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB RAM, node ${machine.node}, ${machine.os}\n`);
+  process.stdout.write(`Load: ${settings.connections} keep-alive connections, ${settings.warmupSec} s warm-up, ${settings.durationSec} s measured per figure\n\n`);
+  process.stdout.write(`${formatTable(figures)}\n\nJSON: ${args.out}\n`);
+  if (failure) {
+    process.stderr.write(`\nThe run stopped early: ${failure.stack ?? failure.message}\n`);
+    process.exit(1);
+  }
+  if (figures.some((f) => f.problems?.length)) process.exit(1);
+}
+
+await main();

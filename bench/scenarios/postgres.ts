@@ -1,0 +1,83 @@
+/**
+ * Several stateless vault processes on one PostgreSQL (issue 8): store and read-by-id
+ * throughput with one process, then two, on a fresh database created for the run and
+ * dropped after it. With two, the load generator splits its connections between them (no
+ * balancer in between to measure). The ratio is to the same scenario on SQLite in this run.
+ */
+import { Api, inParallel } from '../api.js';
+import { compare, skip, type BenchContext } from '../context.js';
+import { jsonRequests } from '../load.js';
+import { startVault } from '../processes.js';
+import { createPostgresDatabase } from '../../core/src/testing/harness.js';
+import { createApplication, defineAttributes, readHeaders, storeHeaders, textValue, vaultRoutes } from './shared.js';
+import type { VaultProcess } from '../../core/src/testing/process.js';
+import type { Figure } from '../report.js';
+
+export const SCENARIOS = ['postgres'];
+
+const NOTE = 'BENCH_NOTE';
+
+export async function runPostgres(ctx: BenchContext): Promise<void> {
+  if (!ctx.wants('postgres')) return;
+  const entities = ctx.quick ? 64 : 1000;
+  let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
+  try {
+    database = await createPostgresDatabase();
+  } catch (err) {
+    ctx.figures.push({ scenario: 'postgres', name: 'PostgreSQL', unit: 'req/s', value: null, problems: [`no PostgreSQL: ${(err as Error).message}`] });
+    return;
+  }
+  const vaults: VaultProcess[] = [];
+  try {
+    ctx.log('postgres: starting the first vault');
+    const first = await startVault({ VAULT_DB: database.url });
+    vaults.push(first);
+    const routes = await vaultRoutes(first.url);
+    if (!routes.has('POST /entities/{entityId}/attributes') || !routes.has('GET /data/{dataPointId}')) {
+      skip(ctx, 'postgres', 'store and read on PostgreSQL', 'skipped (not implemented)');
+      return;
+    }
+    await defineAttributes(first, [{ key: NOTE, schema: 'string', repeatable: true, indexed: true }]);
+    const app = await createApplication(first, [NOTE]);
+    const store = new Api(first.url, storeHeaders(app.apiKey, first));
+    const ids: string[] = [];
+    await inParallel(entities, 4, async (e) => {
+      const body = await store.ok('POST', `/entities/bench-pg-${e}/attributes`, { data: [{ attribute: NOTE, value: textValue(e) }] });
+      ids.push(body.data[0].dataPointId);
+    });
+    const storePool = jsonRequests(
+      'POST',
+      storeHeaders(app.apiKey, first),
+      Array.from({ length: 2000 }, (_, i) => ({ path: `/entities/bench-pg-${i % entities}/attributes`, body: { data: [{ attribute: NOTE, value: textValue(i) }] } })),
+    );
+    const readPool = jsonRequests('GET', readHeaders(app.apiKey, first), ids.map((id) => ({ path: `/data/${id}` })));
+
+    const sqlite = (scenario: string) => ctx.figures.find((f) => f.scenario === scenario && !f.skipped && f.value);
+    const relate = (figure: Figure, scenario: string) => {
+      const ref = sqlite(scenario);
+      if (!ref?.value) {
+        figure.notes = [...(figure.notes ?? []), `no SQLite figure for ${scenario} in this run to compare with`];
+        return;
+      }
+      figure.baseline = { name: `vault on SQLite`, value: ref.value, p50: ref.p50, p99: ref.p99 };
+      figure.ratio = (figure.value ?? 0) / ref.value;
+    };
+
+    for (const processes of [1, 2]) {
+      if (processes === 2) {
+        ctx.log('postgres: starting the second vault');
+        // Same database, admin key, index key and encryption key: one deployment, two processes.
+        const { VAULT_PORT: _port, VAULT_DATA_DIR: _dir, ...shared } = first.env;
+        vaults.push(await startVault(shared));
+      }
+      const urls = vaults.map((v) => v.url);
+      const s = await compare(ctx, { scenario: 'postgres', name: `store on PostgreSQL, ${processes} process${processes > 1 ? 'es' : ''}`, vault: { name: 'vault', url: urls, pool: storePool } });
+      relate(s, 'store');
+      const r = await compare(ctx, { scenario: 'postgres', name: `read by id on PostgreSQL, ${processes} process${processes > 1 ? 'es' : ''}`, vault: { name: 'vault', url: urls, pool: readPool } });
+      relate(r, 'read-by-id');
+    }
+  } finally {
+    for (const v of vaults) await v.dispose();
+    await database.drop();
+  }
+}
