@@ -1,0 +1,225 @@
+/**
+ * Sidecar configuration: read from the environment (`loadConfig`) or given as an object
+ * (`resolveConfig`, used by tests and embedders). Both paths go through the same checks so
+ * a bad setting fails at start with one message listing every problem, instead of surfacing
+ * later as a confusing runtime error.
+ */
+
+export interface SidecarConfig {
+  /** Interface the ingest API (and the proxy, if any) binds to. */
+  host: string;
+  /** Ingest API port; 0 picks a free port (tests). */
+  port: number;
+  /** Reverse-proxy port, only used when `upstream` is set; 0 picks a free port. */
+  proxyPort: number;
+  vaultUrl: string;
+  apiKey: string;
+  redisUrl: string;
+  queue: string;
+  prefix: string;
+  batchSize: number;
+  batchMs: number;
+  /** Retries of a batch after its first attempt; `undefined` retries forever. */
+  maxRetries: number | undefined;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  vaultTimeoutMs: number;
+  /** Job lock and delivery-lease duration; also bounds how long a restart waits after a crash. */
+  lockMs: number;
+  shutdownMs: number;
+  bodyLimit: number;
+  enqueueTimeoutMs: number;
+  upstream: string | undefined;
+  routesFile: string | undefined;
+  proxyBodyLimit: number;
+  logLevel: string;
+}
+
+export type SidecarConfigInput = Partial<SidecarConfig> & Pick<SidecarConfig, 'apiKey'>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid sidecar configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const defaults = {
+  host: '127.0.0.1',
+  port: 8084,
+  proxyPort: 8085,
+  vaultUrl: 'http://127.0.0.1:8083',
+  redisUrl: 'redis://127.0.0.1:6379',
+  queue: 'vault-audit',
+  prefix: 'bull',
+  batchSize: 500,
+  batchMs: 200,
+  maxRetries: undefined,
+  retryBaseMs: 250,
+  retryMaxMs: 30_000,
+  vaultTimeoutMs: 30_000,
+  lockMs: 30_000,
+  shutdownMs: 10_000,
+  bodyLimit: 5 * 1024 * 1024,
+  enqueueTimeoutMs: 5_000,
+  upstream: undefined,
+  routesFile: undefined,
+  proxyBodyLimit: 1024 * 1024,
+  logLevel: 'info',
+} as const satisfies Omit<SidecarConfig, 'apiKey'>;
+
+/** Environment variable for each setting, in the order the README documents them. */
+export const envNames: Record<keyof SidecarConfig, string> = {
+  host: 'SIDECAR_HOST',
+  port: 'SIDECAR_PORT',
+  proxyPort: 'SIDECAR_PROXY_PORT',
+  vaultUrl: 'SIDECAR_VAULT_URL',
+  apiKey: 'SIDECAR_API_KEY',
+  redisUrl: 'REDIS_URL',
+  queue: 'SIDECAR_QUEUE',
+  prefix: 'SIDECAR_PREFIX',
+  batchSize: 'SIDECAR_BATCH_SIZE',
+  batchMs: 'SIDECAR_BATCH_MS',
+  maxRetries: 'SIDECAR_MAX_RETRIES',
+  retryBaseMs: 'SIDECAR_RETRY_BASE_MS',
+  retryMaxMs: 'SIDECAR_RETRY_MAX_MS',
+  vaultTimeoutMs: 'SIDECAR_VAULT_TIMEOUT_MS',
+  lockMs: 'SIDECAR_LOCK_MS',
+  shutdownMs: 'SIDECAR_SHUTDOWN_MS',
+  bodyLimit: 'SIDECAR_BODY_LIMIT',
+  enqueueTimeoutMs: 'SIDECAR_ENQUEUE_TIMEOUT_MS',
+  upstream: 'SIDECAR_UPSTREAM',
+  routesFile: 'SIDECAR_ROUTES',
+  proxyBodyLimit: 'SIDECAR_PROXY_BODY_LIMIT',
+  logLevel: 'SIDECAR_LOG_LEVEL',
+};
+
+const integerKeys = [
+  'port', 'proxyPort', 'batchSize', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
+  'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'enqueueTimeoutMs', 'proxyBodyLimit',
+] as const satisfies readonly (keyof SidecarConfig)[];
+
+type IntegerKey = (typeof integerKeys)[number];
+
+/** Smallest accepted value per integer setting; ports accept 0 so tests can ask for a free one. */
+const minimum: Record<IntegerKey, number> = {
+  port: 0,
+  proxyPort: 0,
+  batchSize: 1,
+  batchMs: 0,
+  maxRetries: 0,
+  retryBaseMs: 1,
+  retryMaxMs: 1,
+  vaultTimeoutMs: 100,
+  // Locks are renewed every third of this; below a second a GC pause could lose them.
+  lockMs: 1000,
+  shutdownMs: 0,
+  bodyLimit: 1024,
+  enqueueTimeoutMs: 50,
+  proxyBodyLimit: 0,
+};
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Reads `SIDECAR_*` / `REDIS_URL` variables; empty strings count as unset. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig {
+  const problems: string[] = [];
+  const input: Record<string, unknown> = {};
+  for (const [key, name] of Object.entries(envNames) as [keyof SidecarConfig, string][]) {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') continue;
+    if ((integerKeys as readonly string[]).includes(key)) {
+      if (!/^\d+$/.test(raw)) {
+        problems.push(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+        continue;
+      }
+      input[key] = Number(raw);
+    } else {
+      input[key] = raw;
+    }
+  }
+  if (input.apiKey === undefined) problems.push('SIDECAR_API_KEY is required (the vault API key sent as a Bearer token)');
+  return check({ ...defaults, ...input } as SidecarConfig, problems, (key) => envNames[key]);
+}
+
+/** Fills defaults into a programmatic configuration and validates it like `loadConfig`. */
+export function resolveConfig(input: SidecarConfigInput): SidecarConfig {
+  const merged: Record<string, unknown> = { ...defaults };
+  for (const [key, value] of Object.entries(input)) if (value !== undefined) merged[key] = value;
+  return check(merged as unknown as SidecarConfig, [], (key) => key);
+}
+
+function check(
+  config: SidecarConfig,
+  problems: string[],
+  name: (key: keyof SidecarConfig) => string,
+): SidecarConfig {
+  for (const key of integerKeys) {
+    const value = config[key];
+    if (value === undefined && key === 'maxRetries') continue;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum[key]) {
+      problems.push(`${name(key)} must be an integer >= ${minimum[key]}, got ${JSON.stringify(value)}`);
+    }
+  }
+  for (const key of ['port', 'proxyPort'] as const) {
+    if (typeof config[key] === 'number' && config[key] > 65535) problems.push(`${name(key)} must be <= 65535`);
+  }
+  if (typeof config.apiKey !== 'string' || config.apiKey.length === 0) {
+    if (!problems.some((p) => p.startsWith('SIDECAR_API_KEY'))) problems.push(`${name('apiKey')} must be a non-empty string`);
+  } else if (/[\s]/.test(config.apiKey)) {
+    problems.push(`${name('apiKey')} must not contain whitespace`);
+  }
+  if (typeof config.host !== 'string' || config.host.length === 0) problems.push(`${name('host')} must be a non-empty string`);
+  checkUrl(config.vaultUrl, name('vaultUrl'), ['http:', 'https:'], problems);
+  checkUrl(config.redisUrl, name('redisUrl'), ['redis:', 'rediss:'], problems);
+  // BullMQ builds keys as prefix:queue:..., so a colon in the queue name would corrupt them.
+  if (typeof config.queue !== 'string' || !/^[A-Za-z0-9._-]+$/.test(config.queue)) {
+    problems.push(`${name('queue')} must match [A-Za-z0-9._-]+, got ${JSON.stringify(config.queue)}`);
+  }
+  if (typeof config.prefix !== 'string' || !/^[A-Za-z0-9._:{}-]+$/.test(config.prefix)) {
+    problems.push(`${name('prefix')} must match [A-Za-z0-9._:{}-]+, got ${JSON.stringify(config.prefix)}`);
+  }
+  if (config.upstream !== undefined) {
+    checkUrl(config.upstream, name('upstream'), ['http:', 'https:'], problems);
+    if (config.routesFile === undefined || config.routesFile === '') {
+      problems.push(`${name('routesFile')} is required when ${name('upstream')} is set`);
+    }
+    if (config.port !== 0 && config.port === config.proxyPort) {
+      problems.push(`${name('proxyPort')} must differ from ${name('port')} (the proxy has its own port)`);
+    }
+  } else if (config.routesFile !== undefined) {
+    problems.push(`${name('routesFile')} is only used in reverse-proxy mode; set ${name('upstream')} too`);
+  }
+  if (typeof config.retryMaxMs === 'number' && typeof config.retryBaseMs === 'number' && config.retryMaxMs < config.retryBaseMs) {
+    problems.push(`${name('retryMaxMs')} must be >= ${name('retryBaseMs')}`);
+  }
+  if (!logLevels.includes(config.logLevel)) {
+    problems.push(`${name('logLevel')} must be one of ${logLevels.join(', ')}, got ${JSON.stringify(config.logLevel)}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({ ...config });
+}
+
+function checkUrl(value: unknown, label: string, protocols: string[], problems: string[]): void {
+  if (typeof value !== 'string') {
+    problems.push(`${label} must be a URL`);
+    return;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push(`${label} must be a URL, got ${JSON.stringify(value)}`);
+    return;
+  }
+  if (!protocols.includes(url.protocol)) {
+    problems.push(`${label} must use ${protocols.join(' or ')}, got ${JSON.stringify(url.protocol)}`);
+  }
+}
+
+/** A copy safe to log: the API key is never written anywhere. */
+export function describeConfig(config: SidecarConfig): Record<string, unknown> {
+  const redis = new URL(config.redisUrl);
+  if (redis.password) redis.password = '***';
+  return { ...config, apiKey: '***', redisUrl: redis.toString() };
+}

@@ -1,0 +1,123 @@
+import { Pool } from 'undici';
+import type { StampedEvent } from '../ingest/event.js';
+
+/** The vault's error body for a refused bulk; `index` points at the first failing event. */
+export interface VaultErrorBody {
+  statusCode?: number;
+  error?: string;
+  message?: string;
+  index?: number;
+  [key: string]: unknown;
+}
+
+export type SendResult =
+  | { kind: 'ok'; status: number; summaries: unknown }
+  /** The vault refused the batch because of its content; nothing of it was recorded. */
+  | { kind: 'rejected'; status: number; body: VaultErrorBody; index: number | undefined }
+  /** The batch as a whole is too big for the vault; smaller pieces may pass. */
+  | { kind: 'too-large'; status: number; body: VaultErrorBody }
+  /** Nothing is wrong with the events; try the same batch again later. */
+  | { kind: 'retry'; reason: string; status?: number; retryAfterMs?: number };
+
+export interface VaultSender {
+  send(events: StampedEvent[], signal?: AbortSignal): Promise<SendResult>;
+}
+
+export interface VaultClientOptions {
+  vaultUrl: string;
+  apiKey: string;
+  timeoutMs: number;
+}
+
+/**
+ * Answers that say nothing about the events themselves: a wrong key, a vault without the bulk
+ * endpoint yet, throttling. Dead-lettering on those would empty the queue into the dead-letter
+ * queue because of a configuration slip, so they are retried like a vault outage.
+ */
+const retryable4xx = new Set([401, 403, 404, 405, 408, 421, 425, 429]);
+
+export class VaultClient implements VaultSender {
+  private readonly pool: Pool;
+  private readonly path: string;
+  private readonly authorization: string;
+
+  constructor(options: VaultClientOptions) {
+    const url = new URL(options.vaultUrl);
+    this.path = `${url.pathname.replace(/\/+$/, '')}/auditlogs/bulk`;
+    this.authorization = `Bearer ${options.apiKey}`;
+    this.pool = new Pool(url.origin, {
+      connections: 2,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connectTimeout: Math.min(options.timeoutMs, 10_000),
+    });
+  }
+
+  async send(events: StampedEvent[], signal?: AbortSignal): Promise<SendResult> {
+    let status: number;
+    let text: string;
+    let retryAfter: string | string[] | undefined;
+    try {
+      const res = await this.pool.request({
+        method: 'POST',
+        path: this.path,
+        headers: { 'content-type': 'application/json', authorization: this.authorization },
+        body: JSON.stringify(events),
+        signal,
+      });
+      status = res.statusCode;
+      retryAfter = res.headers['retry-after'];
+      text = await res.body.text();
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      return { kind: 'retry', reason: networkReason(err) };
+    }
+
+    if (status >= 200 && status < 300) {
+      return { kind: 'ok', status, summaries: parseJson(text) };
+    }
+    const retryAfterMs = parseRetryAfter(retryAfter);
+    if (status >= 500 || retryable4xx.has(status)) {
+      return { kind: 'retry', reason: `http ${status}`, status, retryAfterMs };
+    }
+    const parsed = parseJson(text);
+    const body: VaultErrorBody =
+      parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+        ? (parsed as VaultErrorBody)
+        : { statusCode: status, message: text.slice(0, 1000) };
+    if (status === 413) return { kind: 'too-large', status, body };
+    const index =
+      Number.isInteger(body.index) && (body.index as number) >= 0 && (body.index as number) < events.length
+        ? (body.index as number)
+        : undefined;
+    return { kind: 'rejected', status, body, index };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => {});
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (text.length === 0) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseRetryAfter(value: string | string[] | undefined): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined) return undefined;
+  if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+/** A short label for metrics and logs; never the request content. */
+function networkReason(err: unknown): string {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' ? code.toLowerCase() : 'network';
+}

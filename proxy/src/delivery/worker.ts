@@ -1,0 +1,370 @@
+import { Job, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { SidecarMetrics } from '../metrics.js';
+import { withTimeout } from '../queue/connection.js';
+import type { EventsJobData } from '../queue/producer.js';
+import { AbortedError, Notifier, backoffDelay, sleep } from './backoff.js';
+import { Batcher, type Batch, type HeldJob } from './batcher.js';
+import type { Deliverer } from './deliverer.js';
+import { Lease } from './lease.js';
+
+export interface DeliveryWorkerOptions {
+  queue: string;
+  prefix: string;
+  batchSize: number;
+  batchMs: number;
+  lockMs: number;
+  shutdownMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export type WorkerState = 'starting' | 'standby' | 'recovering' | 'delivering' | 'stopping' | 'stopped';
+
+type Held = HeldJob<Job<EventsJobData>>;
+
+/**
+ * Sets a job's lock to our token, but only while the job exists, so a lock is never left
+ * behind for a job that was completed in the meantime. BullMQ keeps the lock of job <id> at
+ * <prefix>:<queue>:<id>:lock and checks it on completion; owning that key is owning the job.
+ */
+const claimScript = `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0`;
+
+/**
+ * Takes events out of the BullMQ queue in batches and hands them to the vault.
+ *
+ * BullMQ provides the durable queue and moves jobs to "active" under a lock (Worker in manual
+ * fetching mode: one fetch loop, one send loop, no processor function). What BullMQ's own
+ * stalled-job recovery does not provide is order: it puts abandoned jobs back at the head of
+ * the queue in arbitrary order, while a restarted worker may already be delivering newer ones.
+ * So instead:
+ *
+ * - a lease (see Lease) makes this the only delivering process for the queue;
+ * - whoever obtains the lease first claims every job still marked active (they can only have
+ *   been abandoned by a previous holder that crashed or was stopped mid-batch) and delivers
+ *   them, oldest job id first, before fetching anything new; BullMQ's stalled checker is off;
+ * - a job is completed (removed) only after the vault recorded, or we dead-lettered, all of its
+ *   events, so a crash at any point leaves it active, to be claimed and resent.
+ *
+ * Resending can repeat events the vault already recorded just before the crash; the vault
+ * answers those from its eventId index without recording them again. The vault therefore sees
+ * every event exactly once, in the order Redis accepted them, dead letters aside.
+ */
+export class DeliveryWorker {
+  private _state: WorkerState = 'starting';
+  private readonly worker: Worker<EventsJobData>;
+  private readonly batcher = new Batcher<Job<EventsJobData>>();
+  /** Delivered jobs whose completion in Redis is still pending. */
+  private readonly completing = new Map<string, Held>();
+  private readonly lease: Lease;
+  private readonly stopRequested = new AbortController();
+  /** Fires when the shutdown grace period is over and in-flight work must be abandoned. */
+  private readonly hardStop = new AbortController();
+  /** The current period as lease holder; aborted when the lease is lost. */
+  private term: AbortController | undefined;
+  private readonly wake = new Notifier();
+  private readonly room = new Notifier();
+  private completions: Promise<void> = Promise.resolve();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private heartbeatBusy = false;
+  private running: Promise<void> | undefined;
+  private sending: Promise<void> = Promise.resolve();
+  private tokenSeq = 0;
+
+  constructor(
+    workerRedis: Redis,
+    private readonly control: Redis,
+    private readonly deliverer: Deliverer,
+    private readonly options: DeliveryWorkerOptions,
+    private readonly metrics: SidecarMetrics,
+    private readonly log: Logger,
+  ) {
+    this.worker = new Worker<EventsJobData>(options.queue, null, {
+      connection: workerRedis,
+      prefix: options.prefix,
+      autorun: false,
+      lockDuration: options.lockMs,
+      skipStalledCheck: true,
+      skipLockRenewal: true,
+      drainDelay: 2,
+      removeOnComplete: { count: 0 },
+    });
+    this.worker.on('error', (err) => this.log.debug({ err: err.message }, 'bullmq worker error'));
+    this.lease = new Lease(control, `${options.prefix}:${options.queue}:sidecar-lease`, options.lockMs);
+  }
+
+  get state(): WorkerState {
+    return this._state;
+  }
+
+  /** Events this process holds that the vault has not acknowledged yet. */
+  get buffered(): number {
+    let n = 0;
+    for (const h of this.batcher.held()) n += h.events.length - h.done;
+    return n;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = this.run().catch((err) => {
+      this.log.fatal({ err: (err as Error).message }, 'delivery loop crashed');
+      this._state = 'stopped';
+    });
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), Math.max(100, Math.floor(this.options.lockMs / 3)));
+  }
+
+  private nextToken(): string {
+    return `${this.lease.token}:${++this.tokenSeq}`;
+  }
+
+  private async run(): Promise<void> {
+    const stop = this.stopRequested.signal;
+    while (!stop.aborted) {
+      const lease = await this.lease.refresh();
+      if (lease !== 'held') {
+        if (this._state !== 'standby' && lease === 'taken') this.log.info('another process is delivering from this queue; standing by');
+        this._state = 'standby';
+        await this.wake.wait(stop, lease === 'unknown' ? 200 : Math.min(1000, this.options.lockMs / 3));
+        continue;
+      }
+      const term = new AbortController();
+      this.term = term;
+      this._state = 'recovering';
+      try {
+        await this.recover();
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message }, 'could not recover abandoned jobs; retrying');
+        term.abort();
+        await this.wake.wait(stop, 1000);
+        continue;
+      }
+      if (stop.aborted) break;
+      this._state = 'delivering';
+      this.log.info('delivering');
+      this.sending = this.sendLoop(term.signal);
+      await Promise.all([this.fetchLoop(term.signal), this.sending]);
+      if (!stop.aborted) {
+        // Lease lost: jobs not yet delivered are left active for whoever holds the lease now
+        // (possibly us again, once Redis answers), which claims them in order.
+        this.log.warn('delivery lease lost; handing undelivered jobs back');
+        this.batcher.clear();
+      }
+    }
+  }
+
+  /** Claims every active job this process does not already hold and queues them, oldest first. */
+  private async recover(): Promise<void> {
+    const ids = await this.control.lrange(this.worker.keys.active, 0, -1);
+    const orphans = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id)).sort(byJobId);
+    if (orphans.length === 0) return;
+    const tokens = orphans.map(() => this.nextToken());
+    const claims = this.control.pipeline();
+    orphans.forEach((id, i) => claims.eval(claimScript, 2, this.worker.toKey(id), `${this.worker.toKey(id)}:lock`, tokens[i], this.options.lockMs));
+    await claims.exec();
+    const jobs = await Promise.all(orphans.map((id) => Job.fromId<EventsJobData>(this.worker, id)));
+    let events = 0;
+    jobs.forEach((job, i) => {
+      if (!job) return;
+      events += this.hold(job, tokens[i]);
+    });
+    this.log.info({ jobs: orphans.length, eventCount: events }, 'claimed jobs abandoned by a previous delivery process');
+  }
+
+  private hold(job: Job<EventsJobData>, token: string): number {
+    const events = Array.isArray(job.data?.events) ? job.data.events : [];
+    if (events.length === 0) {
+      this.log.warn({ jobId: job.id }, 'job without events; completing it');
+      this.complete([{ id: job.id!, job, token, events, taken: 0, done: 0, heldSince: Date.now() }]);
+      return 0;
+    }
+    this.batcher.add(job.id!, job, token, events);
+    this.wake.notify();
+    return events.length;
+  }
+
+  private async fetchLoop(term: AbortSignal): Promise<void> {
+    const stop = AbortSignal.any([term, this.stopRequested.signal]);
+    let failures = 0;
+    while (!stop.aborted) {
+      // Fetch ahead by one batch at most: enough to keep the vault busy, little to resend.
+      if (this.batcher.unsent >= this.options.batchSize) {
+        await this.room.wait(stop);
+        continue;
+      }
+      const token = this.nextToken();
+      let job: Job<EventsJobData> | undefined;
+      try {
+        job = await this.worker.getNextJob(token, { block: true });
+        failures = 0;
+      } catch (err) {
+        if (stop.aborted) break;
+        failures++;
+        if (failures === 1) this.log.warn({ err: (err as Error).message }, 'cannot fetch jobs from Redis; retrying');
+        await sleep(backoffDelay(failures, 100, 2000), stop).catch(() => {});
+        continue;
+      }
+      if (!job) continue;
+      // A job fetched after we stopped stays active; the next holder claims it in order.
+      if (stop.aborted) break;
+      this.hold(job, token);
+    }
+  }
+
+  private async sendLoop(term: AbortSignal): Promise<void> {
+    const stop = AbortSignal.any([term, this.stopRequested.signal]);
+    const abandon = AbortSignal.any([term, this.hardStop.signal]);
+    const { batchSize, batchMs } = this.options;
+    while (!stop.aborted) {
+      if (this.batcher.unsent === 0) {
+        await this.wake.wait(stop);
+        continue;
+      }
+      // A batch leaves when it is full or when its oldest event has waited batchMs.
+      while (this.batcher.unsent < batchSize && !stop.aborted) {
+        const wait = this.batcher.oldestUnsentSince! + batchMs - Date.now();
+        if (wait <= 0) break;
+        await this.wake.wait(stop, wait);
+      }
+      if (stop.aborted) break;
+      const batch = this.batcher.take(batchSize);
+      this.room.notify();
+      try {
+        await this.deliverer.deliver(batch.events, abandon);
+      } catch (err) {
+        if (!(err instanceof AbortedError) && !abandon.aborted) {
+          this.log.error({ err: (err as Error).message }, 'unexpected delivery failure; restarting delivery from Redis');
+          this.term?.abort();
+        }
+        break;
+      }
+      this.settle(batch);
+    }
+  }
+
+  private settle(batch: Batch<Job<EventsJobData>>): void {
+    const complete = this.batcher.settle(batch);
+    for (const h of complete) this.batcher.release(h.id);
+    this.metrics.bufferedEvents.set(this.buffered);
+    if (complete.length > 0) this.complete(complete);
+  }
+
+  /** Completion runs behind delivery so a slow Redis doesn't hold up the next batch. */
+  private complete(jobs: Held[]): void {
+    for (const h of jobs) this.completing.set(h.id, h);
+    this.completions = this.completions.then(() => Promise.all(jobs.map((h) => this.completeJob(h)))).then(() => {});
+  }
+
+  private async completeJob(h: Held): Promise<void> {
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await h.job.moveToCompleted('delivered', h.token, false);
+          return;
+        } catch (err) {
+          const message = (err as Error).message ?? '';
+          // Gone, or no longer ours: whoever has it now resends it, and the vault dedupes.
+          if (/^Missing key|not in the active state|^Lock mismatch/.test(message)) return;
+          if (/^Missing lock/.test(message)) {
+            // Our lock ran out (Redis was away); as lease holder the job is still ours to finish.
+            if (!this.lease.held || attempt > 3) return;
+            await this.claim([h]);
+            continue;
+          }
+          if (this.hardStop.signal.aborted) return;
+          if (attempt === 1) this.log.warn({ err: message, jobId: h.id }, 'cannot complete job in Redis; retrying');
+          await sleep(backoffDelay(attempt, 100, 2000), this.hardStop.signal).catch(() => {});
+        }
+      }
+    } finally {
+      this.completing.delete(h.id);
+    }
+  }
+
+  private async claim(jobs: Held[]): Promise<void> {
+    const pipeline = this.control.pipeline();
+    for (const h of jobs) pipeline.eval(claimScript, 2, this.worker.toKey(h.id), `${this.worker.toKey(h.id)}:lock`, h.token, this.options.lockMs);
+    await pipeline.exec();
+  }
+
+  /** Keeps the lease and the locks of held jobs alive; drops delivery if the lease is gone. */
+  private async heartbeat(): Promise<void> {
+    const term = this.term;
+    if (this.heartbeatBusy || !term || term.signal.aborted) return;
+    this.heartbeatBusy = true;
+    try {
+      const state = await this.lease.refresh();
+      if (state === 'taken' || (state === 'unknown' && !this.lease.held)) {
+        if (!term.signal.aborted) {
+          this.log.warn({ state }, 'delivery lease no longer confirmed');
+          term.abort();
+          this.wake.notify();
+        }
+        return;
+      }
+      if (state !== 'held') return;
+      const jobs = [...this.batcher.held(), ...this.completing.values()];
+      if (jobs.length === 0) return;
+      const failed = await withTimeout(
+        this.worker.extendJobLocks(jobs.map((h) => h.id), jobs.map((h) => h.token), this.options.lockMs),
+        Math.max(100, Math.floor(this.options.lockMs / 3)),
+        'lock extension',
+      );
+      if (failed.length > 0) {
+        const lost = new Set(failed);
+        await this.claim(jobs.filter((h) => lost.has(h.id)));
+      }
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'heartbeat failed');
+    } finally {
+      this.metrics.bufferedEvents.set(this.buffered);
+      this.heartbeatBusy = false;
+    }
+  }
+
+  /**
+   * Stops fetching, lets the batch in flight finish (within shutdownMs), completes what was
+   * delivered, and releases the lease so a successor starts at once. Jobs not delivered stay
+   * active in Redis and are claimed by the next holder.
+   */
+  async stop(): Promise<void> {
+    if (this._state === 'stopped' || this.stopRequested.signal.aborted) {
+      await this.running;
+      return;
+    }
+    this._state = 'stopping';
+    const graceTimer = setTimeout(() => this.hardStop.abort(), this.options.shutdownMs);
+    this.stopRequested.abort();
+    this.wake.notify();
+    this.room.notify();
+    await this.sending;
+    await Promise.race([this.completions, sleepUntilAborted(this.hardStop.signal)]);
+    clearInterval(this.heartbeatTimer);
+    this.hardStop.abort();
+    clearTimeout(graceTimer);
+    // Closing the worker interrupts a fetch blocked on Redis.
+    await withTimeout(this.worker.close(true), 5000, 'worker close').catch(() => {});
+    await this.running;
+    await withTimeout(this.lease.release(), 1000, 'lease release').catch(() => {});
+    this._state = 'stopped';
+  }
+}
+
+function byJobId(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  if (Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na - nb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function sleepUntilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}

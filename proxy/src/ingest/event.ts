@@ -1,0 +1,38 @@
+/** Activity that happened outside the vault, reported so it lands in the vault's audit log. */
+export const eventTypes = ['READ', 'STORE', 'DELETE', 'UPDATE'] as const;
+export type EventType = (typeof eventTypes)[number];
+
+export interface ExternalActivityData {
+  attribute?: string;
+  value?: unknown;
+  dataPointId?: string;
+  regulations?: string[];
+  tags?: string[];
+  sensitivity?: string;
+  reportOnly?: boolean;
+  accessibility?: string;
+}
+
+export interface EventLocation {
+  country?: string;
+  subdivision?: string;
+  city?: string;
+}
+
+export interface ExternalActivityEvent {
+  eventType: EventType;
+  dataPointId?: string;
+  subjectId?: string;
+  data?: ExternalActivityData;
+  timestamp?: string;
+  applicationId: string;
+  applicationUser?: string;
+  dataStoreName?: string;
+  dataStoreServer?: string;
+  dataStoreEntityName?: string;
+  location?: EventLocation;
+  eventId?: string;
+}
+
+/** What the queue carries and the vault receives: every event has its identity by then. */
+export type StampedEvent = ExternalActivityEvent & { eventId: string; timestamp: string };

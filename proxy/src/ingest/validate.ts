@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import { eventTypes, type ExternalActivityEvent, type StampedEvent } from './event.js';
+
+/**
+ * Cheap structural validation: required fields and types only. Anything deeper (does the
+ * application exist, is the attribute known) is the vault's call; an event the vault refuses
+ * ends up in the dead-letter queue with the vault's reason instead.
+ *
+ * Unknown fields are refused here rather than passed on: the vault would refuse the whole bulk
+ * for them, and the application learns about a typo now instead of from a dead letter.
+ */
+export type Validation = { ok: true; event: ExternalActivityEvent } | { ok: false; field: string; problem: string };
+
+const topLevel = new Set([
+  'eventType', 'dataPointId', 'subjectId', 'data', 'timestamp', 'applicationId', 'applicationUser',
+  'dataStoreName', 'dataStoreServer', 'dataStoreEntityName', 'location', 'eventId',
+]);
+const dataFields = new Set([
+  'attribute', 'value', 'dataPointId', 'regulations', 'tags', 'sensitivity', 'reportOnly', 'accessibility',
+]);
+const locationFields = new Set(['country', 'subdivision', 'city']);
+const optionalStrings = [
+  'applicationUser', 'dataStoreName', 'dataStoreServer', 'dataStoreEntityName',
+] as const;
+
+/** Ids end up in Redis keys (hashed) and in the vault's dedupe index; bound them. */
+const maxIdLength = 512;
+
+function fail(field: string, problem: string): Validation {
+  return { ok: false, field, problem };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkId(value: unknown, field: string, required: boolean): Validation | undefined {
+  if (value === undefined) return required ? fail(field, 'is required') : undefined;
+  if (typeof value !== 'string') return fail(field, 'must be a string');
+  if (value.length === 0) return fail(field, 'must not be empty');
+  if (value.length > maxIdLength) return fail(field, `must be at most ${maxIdLength} characters`);
+  return undefined;
+}
+
+function checkOptionalString(value: unknown, field: string): Validation | undefined {
+  if (value !== undefined && typeof value !== 'string') return fail(field, 'must be a string');
+  return undefined;
+}
+
+const dateTime = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?([Zz]|[+-](\d{2}):?(\d{2}))$/;
+
+/** RFC 3339 date-time (seconds optional), with real calendar ranges: Date.parse alone rolls 02-30 over. */
+export function isIsoDateTime(value: string): boolean {
+  const m = dateTime.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number);
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  if (month < 1 || month > 12 || day < 1) return false;
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day > daysInMonth || hour > 23 || minute > 59 || second > 60) return false;
+  if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
+  return !Number.isNaN(Date.parse(value));
+}
+
+function checkStringArray(value: unknown, field: string): Validation | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) return fail(field, 'must be an array of strings');
+  for (let i = 0; i < value.length; i++) {
+    if (typeof value[i] !== 'string') return fail(`${field}[${i}]`, 'must be a string');
+  }
+  return undefined;
+}
+
+export function validateEvent(raw: unknown): Validation {
+  if (!isPlainObject(raw)) return fail('(event)', 'must be a JSON object');
+  for (const key of Object.keys(raw)) {
+    if (!topLevel.has(key)) return fail(key, 'is not a known field');
+  }
+
+  const { eventType } = raw;
+  if (eventType === undefined) return fail('eventType', 'is required');
+  if (typeof eventType !== 'string' || !(eventTypes as readonly string[]).includes(eventType)) {
+    return fail('eventType', `must be one of ${eventTypes.join(', ')}`);
+  }
+  const isStore = eventType === 'STORE';
+
+  const problem =
+    checkId(raw.applicationId, 'applicationId', true) ??
+    checkId(raw.eventId, 'eventId', false) ??
+    (raw.dataPointId === undefined && !isStore
+      ? fail('dataPointId', `is required for ${eventType} events`)
+      : checkId(raw.dataPointId, 'dataPointId', false)) ??
+    (raw.subjectId === undefined && isStore
+      ? fail('subjectId', 'is required for STORE events')
+      : checkId(raw.subjectId, 'subjectId', false));
+  if (problem) return problem;
+
+  for (const field of optionalStrings) {
+    const p = checkOptionalString(raw[field], field);
+    if (p) return p;
+  }
+
+  if (raw.timestamp !== undefined) {
+    if (typeof raw.timestamp !== 'string' || !isIsoDateTime(raw.timestamp)) {
+      return fail('timestamp', 'must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z');
+    }
+  }
+
+  if (raw.location !== undefined) {
+    if (!isPlainObject(raw.location)) return fail('location', 'must be an object');
+    for (const key of Object.keys(raw.location)) {
+      if (!locationFields.has(key)) return fail(`location.${key}`, 'is not a known field');
+      const p = checkOptionalString(raw.location[key], `location.${key}`);
+      if (p) return p;
+    }
+  }
+
+  const { data } = raw;
+  if (data === undefined) {
+    if (isStore) return fail('data.attribute', 'is required for STORE events');
+  } else {
+    if (!isPlainObject(data)) return fail('data', 'must be an object');
+    for (const key of Object.keys(data)) {
+      if (!dataFields.has(key)) return fail(`data.${key}`, 'is not a known field');
+    }
+    if (data.attribute === undefined) {
+      if (isStore) return fail('data.attribute', 'is required for STORE events');
+    } else if (typeof data.attribute !== 'string' || data.attribute.length === 0) {
+      return fail('data.attribute', 'must be a non-empty string');
+    }
+    const p =
+      checkId(data.dataPointId, 'data.dataPointId', false) ??
+      checkStringArray(data.regulations, 'data.regulations') ??
+      checkStringArray(data.tags, 'data.tags') ??
+      checkOptionalString(data.sensitivity, 'data.sensitivity') ??
+      checkOptionalString(data.accessibility, 'data.accessibility');
+    if (p) return p;
+    if (data.reportOnly !== undefined && typeof data.reportOnly !== 'boolean') {
+      return fail('data.reportOnly', 'must be a boolean');
+    }
+  }
+
+  return { ok: true, event: raw as unknown as ExternalActivityEvent };
+}
+
+export function describeProblem(index: number, v: Extract<Validation, { ok: false }>): string {
+  return `event ${index}: field "${v.field}" ${v.problem}`;
+}
+
+/**
+ * Gives the event its identity. The eventId is what makes redelivery safe (the vault records
+ * an eventId once), so a caller that may retry a POST should send its own. The timestamp is
+ * stamped at acceptance because the vault may receive the event much later (vault down).
+ */
+export function stampEvent(event: ExternalActivityEvent, now: Date = new Date()): StampedEvent {
+  const stamped: StampedEvent = {
+    ...event,
+    eventId: event.eventId ?? randomUUID(),
+    timestamp: event.timestamp ?? now.toISOString(),
+  };
+  if (stamped.eventType === 'STORE' && stamped.dataPointId === undefined) {
+    stamped.dataPointId = event.data?.dataPointId ?? randomUUID();
+  }
+  return stamped;
+}
+
+export interface IngestOutcome {
+  events: StampedEvent[];
+  accepted: { index: number; eventId: string; dataPointId?: string }[];
+  rejected: { index: number; message: string }[];
+}
+
+/** Validates and stamps a request body (one event or an array); invalid ones don't stop the rest. */
+export function prepareBatch(body: unknown, now: Date = new Date()): IngestOutcome {
+  const items = Array.isArray(body) ? body : [body];
+  const outcome: IngestOutcome = { events: [], accepted: [], rejected: [] };
+  items.forEach((item, index) => {
+    const v = validateEvent(item);
+    if (!v.ok) {
+      outcome.rejected.push({ index, message: describeProblem(index, v) });
+      return;
+    }
+    const event = stampEvent(v.event, now);
+    outcome.events.push(event);
+    outcome.accepted.push(
+      event.eventType === 'STORE'
+        ? { index, eventId: event.eventId, dataPointId: event.dataPointId }
+        : { index, eventId: event.eventId },
+    );
+  });
+  return outcome;
+}

@@ -1,0 +1,352 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import type { Logger } from 'pino';
+import { Pool, errors as undiciErrors } from 'undici';
+import type { StampedEvent } from '../ingest/event.js';
+import { stampEvent } from '../ingest/validate.js';
+import type { SidecarMetrics } from '../metrics.js';
+import { backoffDelay, sleep } from '../delivery/backoff.js';
+import type { EventProducer } from '../queue/producer.js';
+import { buildEvents } from './events.js';
+import type { CompiledRoutes, RouteMatch } from './routes-file.js';
+
+export interface ReverseProxyOptions {
+  upstream: string;
+  routes: CompiledRoutes;
+  /** Most bytes of one body held in memory for JSON pointer extraction. */
+  bodyLimit: number;
+  producer: EventProducer;
+  metrics: SidecarMetrics;
+  log: Logger;
+  /** How long an event from proxied traffic waits for Redis before it is counted as lost. */
+  enqueueRetryMs?: number;
+}
+
+/** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
+const hopByHop = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
+  'proxy-authenticate', 'proxy-authorization',
+]);
+
+/**
+ * Sits in front of an upstream HTTP service. Traffic goes through unchanged; requests matching
+ * a route also yield audit events once the upstream answered 2xx. Bodies are streamed; a body
+ * is only held in memory (up to `bodyLimit`) when a matched route reads a JSON pointer in it,
+ * and a response body is then copied aside while it streams to the client, never delayed.
+ *
+ * Events are enqueued after the upstream answered, off the request path: the client's traffic
+ * is never slowed or failed by the audit trail. If Redis is away longer than enqueueRetryMs,
+ * those events are dropped and counted in sidecar_proxy_events_lost_total.
+ */
+export class ReverseProxy {
+  private readonly server: Server;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly pending = new Set<Promise<void>>();
+  private readonly closing = new AbortController();
+  private readonly enqueueRetryMs: number;
+
+  constructor(private readonly options: ReverseProxyOptions) {
+    const upstream = new URL(options.upstream);
+    this.basePath = upstream.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(upstream.origin, { keepAliveTimeout: 30_000 });
+    this.enqueueRetryMs = options.enqueueRetryMs ?? 60_000;
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        options.log.error({ err: (err as Error).message }, 'proxy request failed');
+        if (!res.headersSent) {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'proxy error' }));
+        } else res.destroy();
+      });
+    });
+  }
+
+  async listen(host: string, port: number): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.server.address() as AddressInfo;
+    return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const target = originForm(req.url ?? '/');
+    const q = target.indexOf('?');
+    const pathname = q >= 0 ? target.slice(0, q) : target;
+    const match = this.options.routes.match(method, pathname);
+    this.options.metrics.proxyRequests.inc({ matched: match ? 'true' : 'false' });
+
+    // The client hanging up aborts the upstream exchange too.
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+
+    let body: Readable | Buffer | null = hasBody(req) ? req : null;
+    let requestBody: unknown;
+    let requestBodyMissing = false;
+    if (match?.route.needsRequestBody && body !== null) {
+      const declared = Number(req.headers['content-length'] ?? NaN);
+      if (isJson(req.headers['content-type']) && !(declared > this.options.bodyLimit)) {
+        const read = await readUpTo(req, this.options.bodyLimit);
+        if (read.complete) {
+          const buffer = Buffer.concat(read.chunks);
+          body = buffer;
+          requestBody = parseJson(buffer);
+        } else {
+          body = Readable.from(resume(read.chunks, req));
+        }
+      }
+      requestBodyMissing = requestBody === undefined;
+    }
+
+    let upstream: Awaited<ReturnType<Pool['request']>>;
+    try {
+      upstream = await this.pool.request({
+        method: method as 'GET',
+        path: this.basePath + target,
+        headers: forwardHeaders(req),
+        body,
+        signal: abort.signal,
+      });
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      const timedOut = err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError;
+      this.options.log.warn({ code: (err as { code?: string }).code }, 'upstream request failed');
+      req.resume();
+      if (res.headersSent) res.destroy();
+      else {
+        res.writeHead(timedOut ? 504 : 502, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ statusCode: timedOut ? 504 : 502, error: timedOut ? 'Gateway Timeout' : 'Bad Gateway', message: 'upstream unavailable' }));
+      }
+      return;
+    }
+
+    const succeeded = upstream.statusCode >= 200 && upstream.statusCode < 300;
+    const tap = match && succeeded && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
+    res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
+    let complete = true;
+    try {
+      if (tap) await pipeline(upstream.body, tap, res);
+      else await pipeline(upstream.body, res);
+    } catch {
+      complete = false;
+    }
+
+    if (!match || !succeeded) return;
+    let responseBody: unknown;
+    if (tap && complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
+      responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
+    }
+    if (requestBodyMissing) this.options.metrics.proxyEventsLost.inc({ reason: 'request-body-unavailable' });
+    if (tap && responseBody === undefined) this.options.metrics.proxyEventsLost.inc({ reason: 'response-body-unavailable' });
+    this.emit(match, {
+      params: match.params,
+      query: new URLSearchParams(q >= 0 ? target.slice(q + 1) : ''),
+      headers: req.headers,
+      requestBody,
+      responseBody,
+    });
+  }
+
+  private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {
+    const built = buildEvents(match.route, ctx);
+    if (built.skipped.length > 0) {
+      this.options.log.debug({ route: match.route.index, skipped: built.skipped }, 'attributes without events');
+    }
+    if (built.events.length === 0) return;
+    const now = new Date();
+    const events = built.events.map((e) => stampEvent(e, now));
+    const job = this.enqueue(events).finally(() => this.pending.delete(job));
+    this.pending.add(job);
+  }
+
+  private async enqueue(events: StampedEvent[]): Promise<void> {
+    const deadline = Date.now() + this.enqueueRetryMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.producer.enqueue(events);
+        this.options.metrics.eventsAccepted.inc({ source: 'proxy' }, events.length);
+        return;
+      } catch {
+        if (Date.now() >= deadline || this.closing.signal.aborted) {
+          this.options.metrics.proxyEventsLost.inc({ reason: 'queue-unavailable' }, events.length);
+          this.options.log.error({ eventCount: events.length }, 'dropping events from proxied traffic: Redis unavailable');
+          return;
+        }
+        await sleep(backoffDelay(attempt, 100, 2000), this.closing.signal).catch(() => {});
+      }
+    }
+  }
+
+  /** Stops accepting, lets requests in flight finish and their events reach Redis, within graceMs. */
+  async close(graceMs: number): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const grace = sleep(graceMs).then(() => this.server.closeAllConnections());
+    await Promise.race([closed, grace]);
+    await Promise.race([Promise.allSettled([...this.pending]), sleep(graceMs)]);
+    this.closing.abort();
+    await Promise.allSettled([...this.pending]);
+    await this.pool.close().catch(() => {});
+  }
+}
+
+function originForm(url: string): string {
+  if (url.startsWith('/')) return url;
+  try {
+    const parsed = new URL(url);
+    return parsed.pathname + parsed.search;
+  } catch {
+    return `/${url}`;
+  }
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType.trim());
+}
+
+function parseJson(buffer: Buffer | undefined): unknown {
+  if (buffer === undefined || buffer.length === 0) return undefined;
+  try {
+    return JSON.parse(buffer.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function decode(buffer: Buffer, encoding: string | undefined, limit: number): Buffer | undefined {
+  const options = { maxOutputLength: Math.max(limit, 1) * 4 };
+  try {
+    switch ((encoding ?? 'identity').trim().toLowerCase()) {
+      case 'identity':
+      case '':
+        return buffer;
+      case 'gzip':
+      case 'x-gzip':
+        return gunzipSync(buffer, options);
+      case 'deflate':
+        return inflateSync(buffer, options);
+      case 'br':
+        return brotliDecompressSync(buffer, options);
+      default:
+        return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  const list = Array.isArray(value) ? value.join(',') : (value ?? '');
+  return new Set(list.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+}
+
+/** The client's headers as sent (order and duplicates kept), minus per-connection ones. */
+function forwardHeaders(req: IncomingMessage): string[] {
+  const drop = connectionTokens(req.headers.connection);
+  const out: string[] = [];
+  const raw = req.rawHeaders;
+  let forwardedFor: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    // Node answered any Expect: 100-continue already; undici refuses to send it.
+    if (hopByHop.has(name) || drop.has(name) || name === 'expect') continue;
+    if (name === 'x-forwarded-for') {
+      forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
+      continue;
+    }
+    out.push(raw[i], raw[i + 1]);
+  }
+  const client = req.socket.remoteAddress;
+  if (client) forwardedFor = forwardedFor ? `${forwardedFor}, ${client}` : client;
+  if (forwardedFor) out.push('x-forwarded-for', forwardedFor);
+  return out;
+}
+
+function responseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const drop = connectionTokens(headers.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || hopByHop.has(name) || drop.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Reads until the end or just past `limit` bytes, leaving the rest of the stream unread. */
+function readUpTo(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; complete: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const cleanup = () => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      total += chunk.length;
+      if (total > limit) {
+        stream.pause();
+        cleanup();
+        resolve({ chunks, complete: false });
+      }
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve({ chunks, complete: true });
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+  });
+}
+
+async function* resume(head: Buffer[], rest: Readable): AsyncGenerator<Buffer> {
+  yield* head;
+  for await (const chunk of rest) yield chunk as Buffer;
+}
+
+/** Passes a response through while keeping a copy of its first `limit` bytes. */
+class Tap extends Transform {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  overflow = false;
+
+  constructor(private readonly limit: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (!this.overflow) {
+      this.size += chunk.length;
+      if (this.size > this.limit) {
+        this.overflow = true;
+        this.chunks = [];
+      } else this.chunks.push(chunk);
+    }
+    callback(null, chunk);
+  }
+
+  buffer(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}

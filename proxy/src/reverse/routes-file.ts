@@ -1,0 +1,293 @@
+import { readFileSync } from 'node:fs';
+import { eventTypes, type EventLocation, type EventType, type ExternalActivityData } from '../ingest/event.js';
+import { isJsonPointer, parsePointer } from './json-pointer.js';
+
+/**
+ * Where a value comes from in proxied traffic. `request` and `response` are JSON pointers into
+ * the bodies; only routes that use them make the proxy hold a body in memory.
+ */
+export type Source =
+  | { param: string }
+  | { query: string }
+  | { header: string }
+  | { request: string }
+  | { response: string };
+
+export interface RouteSpec {
+  method: string | string[];
+  path: string;
+  eventType: EventType;
+  applicationId?: string;
+  subjectId?: Source;
+  /** Attribute name → where its value is; `{}` reports the attribute without a value. */
+  attributes: Record<string, Source | Record<string, never>>;
+  /** Template with {applicationId} {subjectId} {attribute} {params.NAME}. */
+  dataPointId?: string;
+  applicationUser?: Source;
+  includeValues?: boolean;
+  dataStoreName?: string;
+  dataStoreServer?: string;
+  dataStoreEntityName?: string;
+  location?: EventLocation;
+  data?: Omit<ExternalActivityData, 'attribute' | 'value' | 'dataPointId'>;
+}
+
+export interface RoutesFile {
+  applicationId?: string;
+  routes: RouteSpec[];
+}
+
+export type CompiledSource =
+  | { kind: 'param' | 'query' | 'header'; name: string }
+  | { kind: 'request' | 'response'; pointer: string; tokens: string[] };
+
+export interface CompiledRoute {
+  index: number;
+  spec: RouteSpec;
+  methods: Set<string> | 'any';
+  segments: ({ literal: string } | { param: string })[];
+  /** Trailing "*" matches any rest of the path. */
+  rest: boolean;
+  applicationId: string;
+  subjectId?: CompiledSource;
+  applicationUser?: CompiledSource;
+  attributes: { name: string; source?: CompiledSource }[];
+  dataPointId: string;
+  needsRequestBody: boolean;
+  needsResponseBody: boolean;
+}
+
+export interface RouteMatch {
+  route: CompiledRoute;
+  params: Record<string, string>;
+}
+
+export const defaultDataPointTemplate = '{applicationId}/{subjectId}/{attribute}';
+
+export class RoutesFileError extends Error {
+  constructor(file: string, readonly problems: string[]) {
+    super(`invalid routes file ${file}:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'RoutesFileError';
+  }
+}
+
+const routeKeys = new Set([
+  'method', 'path', 'eventType', 'applicationId', 'subjectId', 'attributes', 'dataPointId', 'applicationUser',
+  'includeValues', 'dataStoreName', 'dataStoreServer', 'dataStoreEntityName', 'location', 'data',
+]);
+const sourceKinds = ['param', 'query', 'header', 'request', 'response'] as const;
+const staticDataKeys = new Set(['regulations', 'tags', 'sensitivity', 'reportOnly', 'accessibility']);
+const placeholder = /\{([A-Za-z]+(?:\.[A-Za-z0-9_]+)?)\}/g;
+
+export function loadRoutesFile(file: string): CompiledRoutes {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new RoutesFileError(file, [`cannot read: ${(err as Error).message}`]);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new RoutesFileError(file, [`not valid JSON: ${(err as Error).message}`]);
+  }
+  return compileRoutes(parsed, file);
+}
+
+export function compileRoutes(input: unknown, file = '(inline)'): CompiledRoutes {
+  const problems: string[] = [];
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new RoutesFileError(file, ['must be an object with a "routes" array']);
+  }
+  const doc = input as Record<string, unknown>;
+  for (const key of Object.keys(doc)) {
+    if (key !== 'applicationId' && key !== 'routes') problems.push(`unknown field "${key}"`);
+  }
+  if (doc.applicationId !== undefined && (typeof doc.applicationId !== 'string' || doc.applicationId === '')) {
+    problems.push('applicationId must be a non-empty string');
+  }
+  if (!Array.isArray(doc.routes) || doc.routes.length === 0) {
+    problems.push('routes must be a non-empty array');
+    throw new RoutesFileError(file, problems);
+  }
+  const compiled: CompiledRoute[] = [];
+  doc.routes.forEach((raw, index) => {
+    const route = compileRoute(raw, index, doc.applicationId as string | undefined, problems);
+    if (route) compiled.push(route);
+  });
+  if (problems.length > 0) throw new RoutesFileError(file, problems);
+  return new CompiledRoutes(compiled);
+}
+
+function compileRoute(raw: unknown, index: number, defaultApp: string | undefined, problems: string[]): CompiledRoute | undefined {
+  const at = `routes[${index}]`;
+  const before = problems.length;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    problems.push(`${at} must be an object`);
+    return undefined;
+  }
+  const r = raw as Record<string, unknown>;
+  for (const key of Object.keys(r)) if (!routeKeys.has(key)) problems.push(`${at}.${key} is not a known field`);
+
+  let methods: Set<string> | 'any' = 'any';
+  const methodList = typeof r.method === 'string' ? [r.method] : r.method;
+  if (!Array.isArray(methodList) || methodList.length === 0 || !methodList.every((m) => typeof m === 'string' && /^[A-Za-z*]+$/.test(m))) {
+    problems.push(`${at}.method must be an HTTP method or an array of them ("*" for any)`);
+  } else if (!methodList.includes('*')) {
+    methods = new Set(methodList.map((m: string) => m.toUpperCase()));
+  }
+
+  const segments: CompiledRoute['segments'] = [];
+  let rest = false;
+  const paramNames = new Set<string>();
+  if (typeof r.path !== 'string' || !r.path.startsWith('/')) {
+    problems.push(`${at}.path must be a string starting with "/"`);
+  } else {
+    const parts = r.path.split('/').slice(1);
+    parts.forEach((part, i) => {
+      if (part === '*' && i === parts.length - 1) rest = true;
+      else if (part.startsWith(':')) {
+        const name = part.slice(1);
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) problems.push(`${at}.path has an invalid parameter "${part}"`);
+        paramNames.add(name);
+        segments.push({ param: name });
+      } else segments.push({ literal: part });
+    });
+  }
+
+  if (typeof r.eventType !== 'string' || !(eventTypes as readonly string[]).includes(r.eventType)) {
+    problems.push(`${at}.eventType must be one of ${eventTypes.join(', ')}`);
+  }
+  const applicationId = r.applicationId ?? defaultApp;
+  if (typeof applicationId !== 'string' || applicationId === '') {
+    problems.push(`${at}.applicationId is required (on the route or at the top of the file)`);
+  }
+
+  const source = (value: unknown, label: string): CompiledSource | undefined => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      problems.push(`${label} must be an object with one of ${sourceKinds.join(', ')}`);
+      return undefined;
+    }
+    const keys = Object.keys(value);
+    if (keys.length !== 1 || !(sourceKinds as readonly string[]).includes(keys[0])) {
+      problems.push(`${label} must have exactly one of ${sourceKinds.join(', ')}`);
+      return undefined;
+    }
+    const kind = keys[0] as (typeof sourceKinds)[number];
+    const arg = (value as Record<string, unknown>)[kind];
+    if (typeof arg !== 'string') {
+      problems.push(`${label}.${kind} must be a string`);
+      return undefined;
+    }
+    if (kind === 'request' || kind === 'response') {
+      if (!isJsonPointer(arg)) {
+        problems.push(`${label}.${kind} must be a JSON pointer such as "/user/email"`);
+        return undefined;
+      }
+      return { kind, pointer: arg, tokens: parsePointer(arg) };
+    }
+    if (kind === 'param' && !paramNames.has(arg)) problems.push(`${label}.param "${arg}" is not a parameter of ${at}.path`);
+    return { kind, name: kind === 'header' ? arg.toLowerCase() : arg };
+  };
+
+  const subjectId = r.subjectId === undefined ? undefined : source(r.subjectId, `${at}.subjectId`);
+  if (r.eventType === 'STORE' && r.subjectId === undefined) problems.push(`${at}.subjectId is required for STORE routes`);
+  const applicationUser = r.applicationUser === undefined ? undefined : source(r.applicationUser, `${at}.applicationUser`);
+
+  const attributes: CompiledRoute['attributes'] = [];
+  if (typeof r.attributes !== 'object' || r.attributes === null || Array.isArray(r.attributes) || Object.keys(r.attributes).length === 0) {
+    problems.push(`${at}.attributes must map at least one attribute name to a source ({} for none)`);
+  } else {
+    for (const [name, spec] of Object.entries(r.attributes as Record<string, unknown>)) {
+      if (typeof spec === 'object' && spec !== null && !Array.isArray(spec) && Object.keys(spec).length === 0) {
+        attributes.push({ name });
+      } else {
+        attributes.push({ name, source: source(spec, `${at}.attributes.${name}`) });
+      }
+    }
+  }
+
+  const dataPointId = r.dataPointId ?? defaultDataPointTemplate;
+  if (typeof dataPointId !== 'string' || dataPointId === '') {
+    problems.push(`${at}.dataPointId must be a template string`);
+  } else {
+    for (const [, name] of dataPointId.matchAll(placeholder)) {
+      const ok = ['applicationId', 'subjectId', 'attribute'].includes(name) || (name.startsWith('params.') && paramNames.has(name.slice(7)));
+      if (!ok) problems.push(`${at}.dataPointId uses unknown placeholder {${name}}`);
+    }
+  }
+
+  for (const key of ['dataStoreName', 'dataStoreServer', 'dataStoreEntityName'] as const) {
+    if (r[key] !== undefined && typeof r[key] !== 'string') problems.push(`${at}.${key} must be a string`);
+  }
+  if (r.includeValues !== undefined && typeof r.includeValues !== 'boolean') problems.push(`${at}.includeValues must be a boolean`);
+  if (r.location !== undefined) {
+    const loc = r.location as Record<string, unknown>;
+    if (typeof loc !== 'object' || loc === null || Object.entries(loc).some(([k, v]) => !['country', 'subdivision', 'city'].includes(k) || typeof v !== 'string')) {
+      problems.push(`${at}.location must be an object of country, subdivision, city strings`);
+    }
+  }
+  if (r.data !== undefined) {
+    const data = r.data as Record<string, unknown>;
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) problems.push(`${at}.data must be an object`);
+    else {
+      for (const key of Object.keys(data)) if (!staticDataKeys.has(key)) problems.push(`${at}.data.${key} is not allowed (only ${[...staticDataKeys].join(', ')})`);
+      for (const key of ['regulations', 'tags']) {
+        if (data[key] !== undefined && !(Array.isArray(data[key]) && (data[key] as unknown[]).every((s) => typeof s === 'string'))) {
+          problems.push(`${at}.data.${key} must be an array of strings`);
+        }
+      }
+      for (const key of ['sensitivity', 'accessibility']) {
+        if (data[key] !== undefined && typeof data[key] !== 'string') problems.push(`${at}.data.${key} must be a string`);
+      }
+      if (data.reportOnly !== undefined && typeof data.reportOnly !== 'boolean') problems.push(`${at}.data.reportOnly must be a boolean`);
+    }
+  }
+
+  if (problems.length > before) return undefined;
+  const all = [subjectId, applicationUser, ...attributes.map((a) => a.source)];
+  return {
+    index,
+    spec: r as unknown as RouteSpec,
+    methods,
+    segments,
+    rest,
+    applicationId: applicationId as string,
+    subjectId,
+    applicationUser,
+    attributes,
+    dataPointId: dataPointId as string,
+    needsRequestBody: all.some((s) => s?.kind === 'request'),
+    needsResponseBody: all.some((s) => s?.kind === 'response'),
+  };
+}
+
+/** First matching route wins, in file order. */
+export class CompiledRoutes {
+  constructor(readonly routes: CompiledRoute[]) {}
+
+  match(method: string, pathname: string): RouteMatch | undefined {
+    const parts = pathname.split('/').slice(1);
+    for (const route of this.routes) {
+      if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
+      if (route.rest ? parts.length < route.segments.length : parts.length !== route.segments.length) continue;
+      const params: Record<string, string> = {};
+      let ok = true;
+      for (let i = 0; i < route.segments.length && ok; i++) {
+        const segment = route.segments[i];
+        if ('literal' in segment) ok = segment.literal === parts[i];
+        else if (parts[i] === '') ok = false;
+        else {
+          try {
+            params[segment.param] = decodeURIComponent(parts[i]);
+          } catch {
+            ok = false;
+          }
+        }
+      }
+      if (ok) return { route, params };
+    }
+    return undefined;
+  }
+}

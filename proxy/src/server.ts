@@ -1,0 +1,73 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { SidecarConfig } from './config.js';
+import { registerDeadLetterRoutes } from './delivery/dead-letter-routes.js';
+import type { DeadLetterQueue } from './delivery/dead-letters.js';
+import type { DeliveryWorker } from './delivery/worker.js';
+import { registerIngestRoutes } from './ingest/routes.js';
+import type { SidecarMetrics } from './metrics.js';
+import { withTimeout } from './queue/connection.js';
+import type { EventProducer } from './queue/producer.js';
+
+export interface ServerDeps {
+  config: SidecarConfig;
+  producer: EventProducer;
+  deadLetters: DeadLetterQueue;
+  worker: DeliveryWorker;
+  metrics: SidecarMetrics;
+  log: Logger;
+}
+
+/** The sidecar's own HTTP API: ingest, dead letters, health and metrics. */
+export function buildServer({ config, producer, deadLetters, worker, metrics, log }: ServerDeps): FastifyInstance {
+  const app = Fastify({
+    // Fastify logs every request at info: one line per reported event is noise, so only its
+    // warnings and errors come through.
+    loggerInstance: log.child({ component: 'http' }, { level: log.levelVal > 40 ? log.level : 'warn' }) as FastifyBaseLogger,
+    bodyLimit: config.bodyLimit,
+    forceCloseConnections: 'idle',
+  });
+
+  // An empty JSON body means "no options" (POST /deadletters/replay replays everything).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    parseJson(request, text, done);
+  });
+
+  app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
+    const statusCode = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+    if (statusCode >= 500) request.log.error({ err: err.message }, 'request failed');
+    const body = { statusCode, error: statusCode >= 500 ? 'Internal Server Error' : 'Bad Request', message: err.message };
+    // Keep the ingest answer shape even when the body could not be parsed.
+    if (request.url.startsWith('/events')) return reply.code(statusCode).send({ accepted: [], rejected: [], ...body });
+    return reply.code(statusCode).send(body);
+  });
+
+  registerIngestRoutes(app, { producer, metrics, log });
+  registerDeadLetterRoutes(app, deadLetters, metrics);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    const redis = await producer.ping();
+    const running = ['standby', 'recovering', 'delivering'].includes(worker.state);
+    const body = { status: redis && running ? 'ready' : 'not ready', redis: redis ? 'ok' : 'unreachable', worker: worker.state };
+    return reply.code(redis && running ? 200 : 503).send(body);
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    // Queue gauges are read from Redis on scrape; if Redis is away they keep their last value.
+    await Promise.allSettled([
+      producer.counts().then((counts) => {
+        for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ state }, n);
+      }),
+      withTimeout(deadLetters.count(), 1000, 'dead-letter count').then((n) => metrics.deadLetterDepth.set(n)),
+    ]);
+    metrics.bufferedEvents.set(worker.buffered);
+    return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  return app;
+}

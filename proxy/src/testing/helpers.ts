@@ -1,0 +1,185 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import type { ExternalActivityEvent } from '../ingest/event.js';
+
+export const sharedRedisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** A BullMQ prefix no other test run uses; every key a test creates lives under it. */
+export function uniquePrefix(label: string): string {
+  return `sidecar-test-${label}-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Deletes every key under the prefix. */
+export async function cleanupRedis(prefix: string, url = sharedRedisUrl): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } catch {
+    // Redis already gone (a test's own server): nothing to clean.
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export async function countKeys(prefix: string, url = sharedRedisUrl): Promise<number> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    let n = 0;
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      n += keys.length;
+    } while (cursor !== '0');
+    return n;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Polls until `check` returns a truthy value or the deadline passes. */
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  { timeoutMs = 20_000, intervalMs = 50, message = 'condition' }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+
+/** A valid event; `i` makes its subject and attribute distinguishable in assertions. */
+export function makeEvent(i: number, overrides: Partial<ExternalActivityEvent> = {}): ExternalActivityEvent {
+  return {
+    eventType: 'STORE',
+    applicationId: 'test-app',
+    subjectId: `subject-${i}`,
+    data: { attribute: 'email', value: `user${i}@example.test` },
+    ...overrides,
+  };
+}
+
+export interface IngestAnswer {
+  status: number;
+  body: {
+    accepted: { index: number; eventId: string; dataPointId?: string }[];
+    rejected: { index: number; message: string }[];
+    message?: string;
+  };
+}
+
+export async function postEvents(baseUrl: string, body: unknown): Promise<IngestAnswer> {
+  const res = await fetch(`${baseUrl}/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as IngestAnswer['body'] };
+}
+
+/** A redis-server of the test's own, with AOF fsynced on every write, that can be killed and restarted. */
+export class OwnRedis {
+  private child: ChildProcess | undefined;
+
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--appendfsync', 'always',
+        '--dir', this.dir, '--save', '', '--maxmemory-policy', 'noeviction', '--daemonize', 'no'],
+      { stdio: 'ignore' },
+    );
+    this.child = child;
+    await waitFor(
+      async () => {
+        const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        probe.on('error', () => {});
+        try {
+          await probe.connect();
+          const loading = (await probe.info('persistence')).includes('loading:1');
+          return !loading && (await probe.ping()) === 'PONG';
+        } finally {
+          probe.disconnect();
+        }
+      },
+      { timeoutMs: 10_000, message: `redis-server on port ${this.port}` },
+    );
+  }
+
+  /** SIGKILL: no shutdown save; only what AOF already fsynced survives. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    this.child = undefined;
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+  }
+}
+
+export interface SpawnedSidecar {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Runs the CLI exactly as `npm run sidecar` does. */
+export function spawnSidecar(env: Record<string, string>): SpawnedSidecar {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'proxy/src/main.ts'], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  await exited;
+}
