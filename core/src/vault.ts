@@ -15,6 +15,7 @@ import { migrateToLatest } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
 import { DefinitionService } from './definitions/service.js';
+import { EntityService } from './entities/service.js';
 import { EntityTypeService } from './entitytypes/service.js';
 import { RegulationService } from './regulations/service.js';
 import { TagService } from './tags/service.js';
@@ -41,6 +42,7 @@ export class Vault {
   readonly tags: TagService;
   readonly regulations: RegulationService;
   readonly definitions: DefinitionService;
+  readonly entities: EntityService;
   rules: RulesEngine = noRules;
   activity: ActivityLog = discardActivity;
   readonly metrics = new VaultMetrics();
@@ -60,6 +62,7 @@ export class Vault {
     this.tags = new TagService(this.db, () => this.rules);
     this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules);
     this.definitions = new DefinitionService(this.db, () => this.rules);
+    this.entities = new EntityService(this.db);
   }
 
   /** Opens the database, migrates it, and makes sure the operator has keys to get in. */

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Vault } from '../vault.js';
 import { applicationRoutes } from '../applications/routes.js';
 import { definitionRoutes } from '../definitions/routes.js';
+import { entityRoutes } from '../entities/routes.js';
 import { entityTypeRoutes } from '../entitytypes/routes.js';
 import { regulationRoutes } from '../regulations/routes.js';
 import { tagRoutes } from '../tags/routes.js';
@@ -75,6 +76,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   await app.register(tagRoutes, { vault });
   await app.register(regulationRoutes, { vault });
   await app.register(definitionRoutes, { vault });
+  await app.register(entityRoutes, { vault });
 
   return app;
 }

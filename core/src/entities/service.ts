@@ -1,0 +1,156 @@
+import type { Kysely } from 'kysely';
+import type { Caller } from '../access/caller.js';
+import type { Database } from '../db/schema.js';
+import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
+import { badRequest, forbidden, notFound } from '../errors.js';
+import { checkTagNames } from '../tags/service.js';
+import { nowIso } from '../util/time.js';
+import { findEntity, setEntityTags, type Entity } from './repository.js';
+
+export const ENTITY_ID_MAX = 512;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export function isValidEntityId(id: unknown): id is string {
+  return typeof id === 'string' && id.length > 0 && id.length <= ENTITY_ID_MAX && !CONTROL.test(id);
+}
+
+/** Entity ids are caller-chosen; these are the only limits on them. */
+export function checkEntityId(id: unknown): string {
+  if (id === undefined || id === null || id === '') throw badRequest('Entity ID is required');
+  if (!isValidEntityId(id)) throw badRequest(`Entity ID must be 1 to ${ENTITY_ID_MAX} characters, without control characters`);
+  return id;
+}
+
+/** The interface's 400 for a store or create that names another type than the entity has. */
+export function entityTypeMismatch(actualType: string) {
+  return badRequest(`Entity is of type ${actualType}, which does not match the provided entity type`);
+}
+
+export interface ResolvedEntity {
+  entity: Entity;
+  /** True when this call created it. */
+  created: boolean;
+}
+
+/**
+ * The entity a write is for, created on first use, inside the caller's transaction (so the
+ * entity exists exactly when the caller's write commits). `requestedType` undefined: any
+ * existing type is accepted, and a new entity is a `datasubject`. Throws 400 `No such
+ * entity type` and the interface's type-mismatch 400.
+ */
+export async function resolveForStore(trx: Kysely<Database>, id: string, requestedType?: string): Promise<ResolvedEntity> {
+  checkEntityId(id);
+  if (requestedType !== undefined) {
+    const known = ENTITY_TYPE_KEY.test(requestedType) && (await trx.selectFrom('entity_types').select('key').where('key', '=', requestedType).executeTakeFirst());
+    if (!known) throw badRequest('No such entity type');
+  }
+  let entity = await findEntity(trx, id);
+  let created = false;
+  if (!entity) {
+    const type = requestedType ?? DATASUBJECT;
+    const now = nowIso();
+    // A concurrent first store of the same id may win; then its entity is the one we use.
+    const inserted = await trx
+      .insertInto('entities')
+      .values({ id, type, legal_hold: 0, created_date: now, updated_date: now })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .executeTakeFirst();
+    created = Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+    entity = await findEntity(trx, id);
+    if (!entity) throw new Error(`entity ${JSON.stringify(id)} vanished while being created`);
+  }
+  if (requestedType !== undefined && entity.type !== requestedType) throw entityTypeMismatch(entity.type);
+  return { entity, created };
+}
+
+export interface EntityInput {
+  id?: unknown;
+  type?: string;
+  tags?: string[];
+  legalHold?: boolean;
+}
+
+export interface EntityListOptions {
+  type?: string;
+  /** 0-based; paging applies when either member is given. */
+  page?: number;
+  count?: number;
+}
+
+export const DEFAULT_PAGE_SIZE = 100;
+
+export class EntityService {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * Creates the entity or updates its metadata: tags and legal hold are replaced when sent and
+   * kept when not. Only admins may change a legal hold; sending the current value back is fine,
+   * as clients echo the entity they read.
+   */
+  async upsert(caller: Caller, input: EntityInput, options: { dataSubjectsOnly?: boolean } = {}): Promise<ResolvedEntity> {
+    const id = checkEntityId(input.id);
+    if (options.dataSubjectsOnly && input.type !== undefined && input.type !== DATASUBJECT) throw badRequest('Entity is not a data subject');
+    const requestedType = options.dataSubjectsOnly ? DATASUBJECT : input.type;
+    const tags = input.tags === undefined ? undefined : checkTagNames(input.tags);
+    return this.db.transaction().execute(async (trx) => {
+      const { entity, created } = await resolveForStore(trx, id, requestedType);
+      const holdChanges = input.legalHold !== undefined && input.legalHold !== entity.legalHold;
+      if (holdChanges && !caller.admin) throw forbidden();
+      if (tags !== undefined) await setEntityTags(trx, id, tags);
+      if (holdChanges || !created) {
+        await trx
+          .updateTable('entities')
+          .set({ ...(holdChanges ? { legal_hold: input.legalHold ? (1 as const) : (0 as const) } : {}), updated_date: nowIso() })
+          .where('id', '=', id)
+          .execute();
+      }
+      return { entity: (await findEntity(trx, id))!, created };
+    });
+  }
+
+  async list(options: EntityListOptions = {}): Promise<Entity[]> {
+    const paged = options.page !== undefined || options.count !== undefined;
+    const count = options.count ?? DEFAULT_PAGE_SIZE;
+    const page = options.page ?? 0;
+    let rows = this.db.selectFrom('entities').selectAll().orderBy('id');
+    if (options.type !== undefined) rows = rows.where('type', '=', options.type);
+    if (paged) rows = rows.limit(count).offset(page * count);
+    const entities = await rows.execute();
+    if (entities.length === 0) return [];
+
+    // A page names its ids (at most 1000); a full list takes every tag of the selection in one query.
+    let tagQuery = this.db.selectFrom('entity_tags').select(['entity_tags.entity_id', 'entity_tags.tag']);
+    if (paged) {
+      tagQuery = tagQuery.where('entity_tags.entity_id', 'in', entities.map((e) => e.id));
+    } else if (options.type !== undefined) {
+      tagQuery = tagQuery.innerJoin('entities', 'entities.id', 'entity_tags.entity_id').where('entities.type', '=', options.type);
+    }
+    const tagRows = await tagQuery.orderBy('entity_tags.tag').execute();
+    const tagsOf = new Map<string, string[]>();
+    for (const { entity_id, tag } of tagRows) {
+      const list = tagsOf.get(entity_id);
+      if (list) list.push(tag);
+      else tagsOf.set(entity_id, [tag]);
+    }
+    return entities.map((row) => ({
+      id: row.id,
+      type: row.type,
+      tags: tagsOf.get(row.id) ?? [],
+      legalHold: row.legal_hold === 1,
+      created: row.created_date,
+      updated: row.updated_date,
+    }));
+  }
+
+  async get(id: string): Promise<Entity> {
+    const entity = isValidEntityId(id) ? await findEntity(this.db, id) : undefined;
+    if (!entity) throw notFound('Not found');
+    return entity;
+  }
+
+  async getDataSubject(id: string): Promise<Entity> {
+    const entity = await this.get(id);
+    if (entity.type !== DATASUBJECT) throw badRequest('Entity is not a data subject');
+    return entity;
+  }
+}
