@@ -57,7 +57,7 @@ export function isIsoDateTime(value: string): boolean {
   const second = m[6] === undefined ? 0 : Number(m[6]);
   if (month < 1 || month > 12 || day < 1) return false;
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (day > daysInMonth || hour > 23 || minute > 59 || second > 60) return false;
+  if (day > daysInMonth || hour > 23 || minute > 59 || second > 59) return false;
   if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
   return !Number.isNaN(Date.parse(value));
 }

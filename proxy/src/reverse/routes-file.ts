@@ -46,7 +46,7 @@ export interface CompiledRoute {
   spec: RouteSpec;
   methods: Set<string> | 'any';
   segments: ({ literal: string } | { param: string })[];
-  /** Trailing "*" matches any rest of the path. */
+  /** Trailing "*" matches any rest of the path, available as parameter "*". */
   rest: boolean;
   applicationId: string;
   subjectId?: CompiledSource;
@@ -146,7 +146,10 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
   } else {
     const parts = r.path.split('/').slice(1);
     parts.forEach((part, i) => {
-      if (part === '*' && i === parts.length - 1) rest = true;
+      if (part === '*' && i === parts.length - 1) {
+        rest = true;
+        paramNames.add('*');
+      }
       else if (part.startsWith(':')) {
         const name = part.slice(1);
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) problems.push(`${at}.path has an invalid parameter "${part}"`);
@@ -271,7 +274,7 @@ export class CompiledRoutes {
     const parts = pathname.split('/').slice(1);
     for (const route of this.routes) {
       if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
-      if (route.rest ? parts.length < route.segments.length : parts.length !== route.segments.length) continue;
+      if (route.rest ? parts.length <= route.segments.length : parts.length !== route.segments.length) continue;
       const params: Record<string, string> = {};
       let ok = true;
       for (let i = 0; i < route.segments.length && ok; i++) {
@@ -284,6 +287,13 @@ export class CompiledRoutes {
           } catch {
             ok = false;
           }
+        }
+      }
+      if (ok && route.rest) {
+        try {
+          params['*'] = decodeURIComponent(parts.slice(route.segments.length).join('/'));
+        } catch {
+          ok = false;
         }
       }
       if (ok) return { route, params };

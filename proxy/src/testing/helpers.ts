@@ -4,6 +4,9 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import type { SidecarConfig } from '../config.js';
+import { startSidecar, type SidecarHandle } from '../index.js';
 import type { ExternalActivityEvent } from '../ingest/event.js';
 
 export const sharedRedisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -182,4 +185,29 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'S
   const exited = once(child, 'exit');
   child.kill(signal);
   await exited;
+}
+
+export const quietLogger = () => pino({ level: process.env.SIDECAR_TEST_LOG ?? 'silent' });
+
+/** Starts an embedded sidecar on free ports with test-friendly timings; the caller closes it. */
+export async function startTestSidecar(overrides: Partial<SidecarConfig> & { apiKey: string; prefix: string }): Promise<SidecarHandle> {
+  return startSidecar(
+    { port: 0, proxyPort: 0, batchMs: 20, lockMs: 2000, retryBaseMs: 20, retryMaxMs: 200, shutdownMs: 5000, ...overrides },
+    { logger: quietLogger() },
+  );
+}
+
+export async function getJson<T = any>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+export async function metricValue(baseUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
 }

@@ -1,0 +1,106 @@
+import test from 'ava';
+import { ConfigError, defaults, describeConfig, loadConfig, resolveConfig } from './config.js';
+
+test('defaults apply when only the API key is set', (t) => {
+  const config = loadConfig({ SIDECAR_API_KEY: 'k' });
+  t.is(config.host, '127.0.0.1');
+  t.is(config.port, 8084);
+  t.is(config.vaultUrl, 'http://127.0.0.1:8083');
+  t.is(config.redisUrl, 'redis://127.0.0.1:6379');
+  t.is(config.queue, 'vault-audit');
+  t.is(config.prefix, 'bull');
+  t.is(config.batchSize, 500);
+  t.is(config.batchMs, 200);
+  t.is(config.maxRetries, undefined);
+  t.is(config.upstream, undefined);
+  t.is(config.proxyPort, defaults.proxyPort);
+});
+
+test('every variable is read', (t) => {
+  const config = loadConfig({
+    SIDECAR_API_KEY: 'key',
+    SIDECAR_HOST: '0.0.0.0',
+    SIDECAR_PORT: '9000',
+    SIDECAR_PROXY_PORT: '9001',
+    SIDECAR_VAULT_URL: 'https://vault.internal:8443/base',
+    REDIS_URL: 'redis://:secret@redis:6380/2',
+    SIDECAR_QUEUE: 'audit.q',
+    SIDECAR_PREFIX: '{vault}',
+    SIDECAR_BATCH_SIZE: '100',
+    SIDECAR_BATCH_MS: '0',
+    SIDECAR_MAX_RETRIES: '0',
+    SIDECAR_RETRY_BASE_MS: '10',
+    SIDECAR_RETRY_MAX_MS: '1000',
+    SIDECAR_VAULT_TIMEOUT_MS: '5000',
+    SIDECAR_LOCK_MS: '5000',
+    SIDECAR_SHUTDOWN_MS: '3000',
+    SIDECAR_BODY_LIMIT: '2048',
+    SIDECAR_ENQUEUE_TIMEOUT_MS: '100',
+    SIDECAR_UPSTREAM: 'http://127.0.0.1:3000',
+    SIDECAR_ROUTES: '/etc/routes.json',
+    SIDECAR_PROXY_BODY_LIMIT: '0',
+    SIDECAR_LOG_LEVEL: 'debug',
+  });
+  t.like(config, {
+    host: '0.0.0.0', port: 9000, proxyPort: 9001, vaultUrl: 'https://vault.internal:8443/base', queue: 'audit.q', prefix: '{vault}',
+    batchSize: 100, batchMs: 0, maxRetries: 0, retryBaseMs: 10, retryMaxMs: 1000, vaultTimeoutMs: 5000, lockMs: 5000,
+    shutdownMs: 3000, bodyLimit: 2048, enqueueTimeoutMs: 100, upstream: 'http://127.0.0.1:3000', routesFile: '/etc/routes.json',
+    proxyBodyLimit: 0, logLevel: 'debug',
+  });
+});
+
+test('empty variables count as unset', (t) => {
+  t.is(loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_PORT: '', SIDECAR_MAX_RETRIES: ' ' }).port, 8084);
+});
+
+test('every problem is reported at once, naming the variable', (t) => {
+  const err = t.throws(
+    () =>
+      loadConfig({
+        SIDECAR_PORT: 'eighty',
+        SIDECAR_BATCH_SIZE: '0',
+        SIDECAR_VAULT_URL: 'ftp://vault',
+        REDIS_URL: 'not a url',
+        SIDECAR_QUEUE: 'a:b',
+        SIDECAR_UPSTREAM: 'http://127.0.0.1:3000',
+        SIDECAR_LOG_LEVEL: 'loud',
+      }),
+    { instanceOf: ConfigError },
+  );
+  const text = err!.message;
+  for (const fragment of [
+    'SIDECAR_API_KEY is required',
+    'SIDECAR_PORT must be a non-negative integer, got "eighty"',
+    'SIDECAR_BATCH_SIZE must be an integer >= 1',
+    'SIDECAR_VAULT_URL must use http: or https:',
+    'REDIS_URL must be a URL',
+    'SIDECAR_QUEUE must match',
+    'SIDECAR_ROUTES is required when SIDECAR_UPSTREAM is set',
+    'SIDECAR_LOG_LEVEL must be one of',
+  ]) {
+    t.true(text.includes(fragment), `missing "${fragment}" in:\n${text}`);
+  }
+});
+
+test('routes without an upstream, equal ports and inverted retry bounds are refused', (t) => {
+  t.throws(() => loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_ROUTES: 'r.json' }), { message: /only used in reverse-proxy mode/ });
+  t.throws(
+    () => loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_UPSTREAM: 'http://127.0.0.1:1', SIDECAR_ROUTES: 'r.json', SIDECAR_PROXY_PORT: '8084' }),
+    { message: /SIDECAR_PROXY_PORT must differ/ },
+  );
+  t.throws(() => loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_RETRY_BASE_MS: '100', SIDECAR_RETRY_MAX_MS: '10' }), { message: /RETRY_MAX_MS must be >=/ });
+});
+
+test('resolveConfig fills defaults and validates programmatic input with field names', (t) => {
+  const config = resolveConfig({ apiKey: 'k', port: 0, batchSize: 10 });
+  t.is(config.batchSize, 10);
+  t.is(config.batchMs, 200);
+  t.true(Object.isFrozen(config));
+  t.throws(() => resolveConfig({ apiKey: '', lockMs: 10 }), { message: /lockMs must be an integer >= 1000[\s\S]*apiKey must be a non-empty string/ });
+});
+
+test('describeConfig hides the API key and the Redis password', (t) => {
+  const shown = JSON.stringify(describeConfig(loadConfig({ SIDECAR_API_KEY: 'super-secret', REDIS_URL: 'redis://:hunter2@127.0.0.1:6379' })));
+  t.false(shown.includes('super-secret'));
+  t.false(shown.includes('hunter2'));
+});

@@ -1,0 +1,121 @@
+import test from 'ava';
+import { isIsoDateTime, prepareBatch, stampEvent, validateEvent } from './validate.js';
+
+const store = { eventType: 'STORE', applicationId: 'app', subjectId: 's1', data: { attribute: 'email', value: 'a@b.c' } };
+const read = { eventType: 'READ', applicationId: 'app', dataPointId: 'dp1' };
+
+function messageFor(event: unknown): string {
+  const outcome = prepareBatch([event]);
+  return outcome.rejected[0]?.message ?? '(accepted)';
+}
+
+test('valid events of every type pass', (t) => {
+  t.true(validateEvent(store).ok);
+  t.true(validateEvent(read).ok);
+  t.true(validateEvent({ ...read, eventType: 'DELETE' }).ok);
+  t.true(
+    validateEvent({
+      ...read,
+      eventType: 'UPDATE',
+      subjectId: 's',
+      timestamp: '2024-05-01T12:00:00.123+02:00',
+      applicationUser: 'u',
+      dataStoreName: 'db',
+      dataStoreServer: 'db1',
+      dataStoreEntityName: 'users',
+      location: { country: 'DE', subdivision: 'BE', city: 'Berlin' },
+      eventId: 'e-1',
+      data: { attribute: 'a', value: { nested: [1] }, dataPointId: 'x', regulations: ['GDPR'], tags: ['t'], sensitivity: 'high', reportOnly: true, accessibility: 'internal' },
+    }).ok,
+  );
+});
+
+// Each bad field yields a message naming the event index and the field.
+const cases: [string, unknown, string][] = [
+  ['not an object', 'hello', 'event 0: field "(event)" must be a JSON object'],
+  ['array as event', [store], 'event 0: field "(event)" must be a JSON object'],
+  ['missing eventType', { ...read, eventType: undefined }, 'event 0: field "eventType" is required'],
+  ['unknown eventType', { ...read, eventType: 'WRITE' }, 'event 0: field "eventType" must be one of READ, STORE, DELETE, UPDATE'],
+  ['missing applicationId', { ...read, applicationId: undefined }, 'event 0: field "applicationId" is required'],
+  ['numeric applicationId', { ...read, applicationId: 7 }, 'event 0: field "applicationId" must be a string'],
+  ['empty eventId', { ...read, eventId: '' }, 'event 0: field "eventId" must not be empty'],
+  ['long eventId', { ...read, eventId: 'x'.repeat(513) }, 'event 0: field "eventId" must be at most 512 characters'],
+  ['READ without dataPointId', { ...read, dataPointId: undefined }, 'event 0: field "dataPointId" is required for READ events'],
+  ['DELETE without dataPointId', { ...read, eventType: 'DELETE', dataPointId: undefined }, 'event 0: field "dataPointId" is required for DELETE events'],
+  ['STORE without subjectId', { ...store, subjectId: undefined }, 'event 0: field "subjectId" is required for STORE events'],
+  ['subjectId of wrong type', { ...read, subjectId: 12 }, 'event 0: field "subjectId" must be a string'],
+  ['STORE without data', { ...store, data: undefined }, 'event 0: field "data.attribute" is required for STORE events'],
+  ['STORE without attribute', { ...store, data: { value: 1 } }, 'event 0: field "data.attribute" is required for STORE events'],
+  ['data not an object', { ...read, data: 'x' }, 'event 0: field "data" must be an object'],
+  ['empty attribute', { ...read, data: { attribute: '' } }, 'event 0: field "data.attribute" must be a non-empty string'],
+  ['regulations not an array', { ...read, data: { regulations: 'GDPR' } }, 'event 0: field "data.regulations" must be an array of strings'],
+  ['tag not a string', { ...read, data: { tags: ['a', 3] } }, 'event 0: field "data.tags[1]" must be a string'],
+  ['reportOnly not boolean', { ...read, data: { reportOnly: 'yes' } }, 'event 0: field "data.reportOnly" must be a boolean'],
+  ['sensitivity not string', { ...read, data: { sensitivity: 3 } }, 'event 0: field "data.sensitivity" must be a string'],
+  ['accessibility not string', { ...read, data: { accessibility: [] } }, 'event 0: field "data.accessibility" must be a string'],
+  ['data.dataPointId not string', { ...read, data: { dataPointId: 1 } }, 'event 0: field "data.dataPointId" must be a string'],
+  ['unknown data field', { ...read, data: { colour: 'red' } }, 'event 0: field "data.colour" is not a known field'],
+  ['bad timestamp', { ...read, timestamp: 'yesterday' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z'],
+  ['impossible date', { ...read, timestamp: '2023-02-29T00:00:00Z' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z'],
+  ['numeric timestamp', { ...read, timestamp: 1714564800000 }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z'],
+  ['applicationUser not string', { ...read, applicationUser: 1 }, 'event 0: field "applicationUser" must be a string'],
+  ['dataStoreName not string', { ...read, dataStoreName: {} }, 'event 0: field "dataStoreName" must be a string'],
+  ['dataStoreServer not string', { ...read, dataStoreServer: true }, 'event 0: field "dataStoreServer" must be a string'],
+  ['dataStoreEntityName not string', { ...read, dataStoreEntityName: 5 }, 'event 0: field "dataStoreEntityName" must be a string'],
+  ['location not object', { ...read, location: 'Berlin' }, 'event 0: field "location" must be an object'],
+  ['location.city not string', { ...read, location: { city: 1 } }, 'event 0: field "location.city" must be a string'],
+  ['unknown location field', { ...read, location: { planet: 'Earth' } }, 'event 0: field "location.planet" is not a known field'],
+  ['unknown top-level field', { ...read, userName: 'bob' }, 'event 0: field "userName" is not a known field'],
+];
+
+for (const [name, event, message] of cases) {
+  test(`rejects ${name}`, (t) => {
+    t.is(messageFor(event), message);
+  });
+}
+
+test('messages carry the index of the event in the request', (t) => {
+  const outcome = prepareBatch([read, { ...read, applicationId: 1 }, store, { eventType: 'STORE', applicationId: 'a' }]);
+  t.deepEqual(outcome.rejected, [
+    { index: 1, message: 'event 1: field "applicationId" must be a string' },
+    { index: 3, message: 'event 3: field "subjectId" is required for STORE events' },
+  ]);
+  t.deepEqual(outcome.accepted.map((a) => a.index), [0, 2]);
+  t.is(outcome.events.length, 2);
+});
+
+test('a single object is a one-event request', (t) => {
+  const outcome = prepareBatch(read);
+  t.is(outcome.accepted.length, 1);
+  t.is(outcome.accepted[0].index, 0);
+});
+
+test('stamping keeps a caller eventId and timestamp, and gives STOREs a dataPointId', (t) => {
+  const now = new Date('2024-01-02T03:04:05.000Z');
+  const kept = stampEvent({ ...read, eventType: 'READ', eventId: 'mine', timestamp: '2024-01-01T00:00:00Z' }, now);
+  t.is(kept.eventId, 'mine');
+  t.is(kept.timestamp, '2024-01-01T00:00:00Z');
+  const fresh = stampEvent({ eventType: 'STORE', applicationId: 'a', subjectId: 's', data: { attribute: 'x' } }, now);
+  t.regex(fresh.eventId, /^[0-9a-f-]{36}$/);
+  t.is(fresh.timestamp, now.toISOString());
+  t.regex(fresh.dataPointId!, /^[0-9a-f-]{36}$/);
+  const fromData = stampEvent({ eventType: 'STORE', applicationId: 'a', subjectId: 's', data: { attribute: 'x', dataPointId: 'dp-data' } }, now);
+  t.is(fromData.dataPointId, 'dp-data');
+  t.is(stampEvent({ eventType: 'READ', applicationId: 'a', dataPointId: 'dp' }, now).dataPointId, 'dp');
+});
+
+test('eventIds are unique and STORE answers include the dataPointId', (t) => {
+  const outcome = prepareBatch(Array.from({ length: 100 }, () => store));
+  t.is(new Set(outcome.accepted.map((a) => a.eventId)).size, 100);
+  t.true(outcome.accepted.every((a) => typeof a.dataPointId === 'string'));
+  t.is(prepareBatch(read).accepted[0].dataPointId, undefined);
+});
+
+test('ISO date-times', (t) => {
+  for (const ok of ['2024-05-01T12:00:00Z', '2024-05-01T12:00Z', '2024-02-29T23:59:59.999999+14:00', '2024-05-01t12:00:00z']) {
+    t.true(isIsoDateTime(ok), ok);
+  }
+  for (const bad of ['2024-05-01', '2024-13-01T00:00:00Z', '2024-04-31T00:00:00Z', '2024-05-01T24:00:00Z', '2024-05-01T12:00:00', '2024-05-01T12:00:00+25:00', '2016-12-31T23:59:60Z']) {
+    t.false(isIsoDateTime(bad), bad);
+  }
+});

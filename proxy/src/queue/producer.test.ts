@@ -1,0 +1,46 @@
+import test from 'ava';
+import { Queue } from 'bullmq';
+import { prepareBatch } from '../ingest/validate.js';
+import { cleanupRedis, freePort, sharedRedisUrl, uniquePrefix } from '../testing/helpers.js';
+import { connect } from './connection.js';
+import { EventProducer, QueueUnavailableError, type EventsJobData } from './producer.js';
+
+test('a request becomes one job holding its events in order', async (t) => {
+  const prefix = uniquePrefix('producer');
+  const redis = connect(sharedRedisUrl, 'producer');
+  const producer = new EventProducer(redis, { queue: 'q', prefix, enqueueTimeoutMs: 2000 });
+  const reader = new Queue<EventsJobData>('q', { connection: { url: sharedRedisUrl }, prefix });
+  t.teardown(async () => {
+    await reader.close();
+    await producer.close();
+    redis.disconnect();
+    await cleanupRedis(prefix);
+  });
+  t.true(await producer.waitUntilConnected(5000));
+  const { events } = prepareBatch(Array.from({ length: 5 }, (_, i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: `d${i}` })));
+  const first = await producer.enqueue(events.slice(0, 3));
+  const second = await producer.enqueue(events.slice(3));
+  t.true(Number(second) > Number(first), 'job ids grow in acceptance order');
+  const job = await reader.getJob(first);
+  t.deepEqual(job!.data.events, events.slice(0, 3));
+  t.like(await producer.counts(), { waiting: 2, active: 0 });
+  t.true(await producer.ping());
+});
+
+test('with Redis unreachable enqueue fails at once and nothing is queued later', async (t) => {
+  const prefix = uniquePrefix('producer-down');
+  const redis = connect(`redis://127.0.0.1:${await freePort()}`, 'producer');
+  const producer = new EventProducer(redis, { queue: 'q', prefix, enqueueTimeoutMs: 500 });
+  t.teardown(async () => {
+    await producer.close();
+    redis.disconnect();
+  });
+  const { events } = prepareBatch({ eventType: 'READ', applicationId: 'a', dataPointId: 'd' });
+  const started = Date.now();
+  await t.throwsAsync(producer.enqueue(events), { instanceOf: QueueUnavailableError });
+  t.true(Date.now() - started < 500, 'no waiting for a reconnect');
+  t.false(await producer.ping());
+  t.false(producer.connected);
+  // waitUntilConnected gives up after its timeout instead of hanging.
+  t.false(await producer.waitUntilConnected(100));
+});

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { RoutesFileError, compileRoutes, loadRoutesFile } from './routes-file.js';
+
+const example = new URL('./fixtures/routes.example.json', import.meta.url);
+
+test('the example routes file compiles and matches by method and path', (t) => {
+  const routes = loadRoutesFile(example.pathname);
+  t.is(routes.routes.length, 4);
+  t.is(routes.match('POST', '/users')?.route.index, 0);
+  t.deepEqual(routes.match('GET', '/users/42')?.params, { id: '42' });
+  t.is(routes.match('get', '/users/42')?.route.index, 1);
+  t.is(routes.match('PATCH', '/users/42')?.route.index, 2);
+  t.is(routes.match('DELETE', '/users/a%20b')?.params.id, 'a b');
+  t.is(routes.match('GET', '/users'), undefined);
+  t.is(routes.match('GET', '/users/42/orders'), undefined);
+  t.is(routes.match('GET', '/users/'), undefined);
+  t.is(routes.match('POST', '/users/42'), undefined);
+});
+
+test('routes know which bodies they need', (t) => {
+  const [store, read, update, del] = loadRoutesFile(example.pathname).routes;
+  t.like(store, { needsRequestBody: true, needsResponseBody: true, applicationId: 'crm' });
+  t.like(read, { needsRequestBody: false, needsResponseBody: true });
+  t.like(update, { needsRequestBody: true, needsResponseBody: false });
+  t.like(del, { needsRequestBody: false, needsResponseBody: false });
+});
+
+test('wildcards, any-method routes and first-match order', (t) => {
+  const routes = compileRoutes({
+    applicationId: 'a',
+    routes: [
+      { method: '*', path: '/files/*', eventType: 'READ', attributes: { file: { param: '*' } }, subjectId: { query: 'owner' } },
+      { method: 'GET', path: '/:name', eventType: 'READ', attributes: { x: { param: 'name' } }, subjectId: { param: 'name' } },
+    ],
+  });
+  t.deepEqual(routes.match('DELETE', '/files/a/b/c')?.params, { '*': 'a/b/c' });
+  t.is(routes.match('GET', '/files')?.route.index, 1);
+  t.is(routes.match('GET', '/other')?.route.index, 1);
+});
+
+test('every problem in a routes file is reported with its location', (t) => {
+  const err = t.throws(
+    () =>
+      compileRoutes({
+        extra: 1,
+        routes: [
+          { method: 'GET', path: 'users', eventType: 'LOOK', attributes: {} },
+          { method: 'POST', path: '/users', eventType: 'STORE', applicationId: 'a', attributes: { email: { request: 'email' } } },
+          { method: 'GET', path: '/u/:id', eventType: 'READ', applicationId: 'a', subjectId: { param: 'uid' }, attributes: { e: { body: '/e' } }, dataPointId: '{nope}', colour: 'red' },
+          { method: 'GET', path: '/u/:id', eventType: 'READ', applicationId: 'a', attributes: { e: { param: 'id', query: 'x' } }, data: { value: 1, tags: 'x' } },
+        ],
+      }),
+    { instanceOf: RoutesFileError },
+  );
+  const text = err!.message;
+  for (const fragment of [
+    'unknown field "extra"',
+    'routes[0].path must be a string starting with "/"',
+    'routes[0].eventType must be one of READ, STORE, DELETE, UPDATE',
+    'routes[0].applicationId is required',
+    'routes[0].attributes must map at least one attribute',
+    'routes[1].subjectId is required for STORE routes',
+    'routes[1].attributes.email.request must be a JSON pointer',
+    'routes[2].colour is not a known field',
+    'routes[2].subjectId.param "uid" is not a parameter of routes[2].path',
+    'routes[2].attributes.e must have exactly one of param, query, header, request, response',
+    'routes[2].dataPointId uses unknown placeholder {nope}',
+    'routes[3].attributes.e must have exactly one of',
+    'routes[3].data.value is not allowed',
+    'routes[3].data.tags must be an array of strings',
+  ]) {
+    t.true(text.includes(fragment), `missing "${fragment}" in:\n${text}`);
+  }
+});
+
+test('unreadable and non-JSON files fail with the file name', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'routes-'));
+  try {
+    const file = join(dir, 'routes.json');
+    t.throws(() => loadRoutesFile(file), { message: /invalid routes file .*routes\.json:[\s\S]*cannot read/ });
+    writeFileSync(file, '{ nope');
+    t.throws(() => loadRoutesFile(file), { message: /not valid JSON/ });
+    writeFileSync(file, '{"routes": []}');
+    t.throws(() => loadRoutesFile(file), { message: /routes must be a non-empty array/ });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
