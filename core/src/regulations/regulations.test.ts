@@ -84,6 +84,7 @@ test('only admins create and delete regulations; any application reads them', as
   const post = await v.request('POST', '/regulations', { apiKey, body: { key: 'APPREG' } });
   t.is(post.status, 403);
   t.is(post.body.message, 'Forbidden');
+  t.is((await v.request('POST', '/regulations', { apiKey, body: { colour: 'red' } })).status, 403, 'whatever the body');
   const del = await v.request('DELETE', '/regulations/CCPA', { apiKey });
   t.is(del.status, 403);
   t.is((await v.request('GET', '/regulations/APPREG')).status, 404);

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
@@ -32,6 +32,9 @@ const body = {
   },
 } as const;
 
+// Before validation, so a non-admin learns nothing from how its body is judged.
+const adminOnly = async (request: FastifyRequest) => requireAdmin(request.caller);
+
 export const regulationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['regulations'];
 
@@ -44,9 +47,9 @@ export const regulationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
         body,
         response: { 200: confirmation, 201: confirmation, ...errors(400, 402, 403) },
       },
+      preValidation: adminOnly,
     },
     async (request, reply) => {
-      requireAdmin(request.caller);
       const outcome = await vault.regulations.upsert(request.body);
       return outcome === 'created' ? reply.status(201).send({ data: 'Regulation created' }) : { data: 'Regulation updated' };
     },
@@ -71,9 +74,9 @@ export const regulationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
         params: pathParams('regulationKey'),
         response: { 200: confirmation, ...errors(403, 404, 409) },
       },
+      preValidation: adminOnly,
     },
     async (request) => {
-      requireAdmin(request.caller);
       await vault.regulations.delete(request.params.regulationKey);
       return { data: 'Regulation deleted' };
     },

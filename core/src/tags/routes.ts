@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
@@ -19,14 +19,16 @@ const body = {
   },
 } as const;
 
+// Before validation, so a non-admin learns nothing from how its body is judged.
+const adminOnly = async (request: FastifyRequest) => requireAdmin(request.caller);
+
 export const tagRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['tags'];
 
   app.post<{ Body: { name?: string } }>(
     '/tags',
-    { schema: { tags, summary: 'Create a tag, or touch the one with that name', body, response: { 201: envelope(tag), ...errors(400, 403) } } },
+    { schema: { tags, summary: 'Create a tag, or touch the one with that name', body, response: { 201: envelope(tag), ...errors(400, 403) } }, preValidation: adminOnly },
     async (request, reply) => {
-      requireAdmin(request.caller);
       return reply.status(201).send({ data: await vault.tags.upsert(request.body.name) });
     },
   );
@@ -50,9 +52,9 @@ export const tagRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
         params: pathParams('tagName'),
         response: { 200: confirmation, ...errors(403, 404, 409) },
       },
+      preValidation: adminOnly,
     },
     async (request) => {
-      requireAdmin(request.caller);
       await vault.tags.delete(request.params.tagName);
       return { data: 'Successfully Deleted Tag' };
     },

@@ -82,6 +82,7 @@ test('only admins create and delete tags; any application reads them', async (t)
   const post = await v.request('POST', '/tags', { apiKey, body: { name: 'app-made' } });
   t.is(post.status, 403);
   t.is(post.body.message, 'Forbidden');
+  t.is((await v.request('POST', '/tags', { apiKey, body: { colour: 'red' } })).status, 403, 'whatever the body');
   const del = await v.request('DELETE', '/tags/admin-made', { apiKey });
   t.is(del.status, 403);
   t.is(del.body.message, 'Forbidden');
