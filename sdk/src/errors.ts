@@ -1,0 +1,55 @@
+/**
+ * The two ways a call fails. The vault answered with an error (`VaultApiError`, carrying
+ * the vault's exact message), or no answer arrived at all (`VaultNetworkError`). Callers
+ * branch on the class: only the second one can mean "the request may not have happened".
+ */
+
+export class VaultApiError extends Error {
+  override readonly name = 'VaultApiError';
+  /** HTTP status of the answer. */
+  readonly status: number;
+  /** Position of the failing event in a bulk audit request. */
+  readonly index?: number;
+  readonly method: string;
+  /** Request path, without query string. */
+  readonly path: string;
+  /** The parsed error body as the vault sent it (or its text when it was not JSON). */
+  readonly body: unknown;
+  /** Seconds the vault asked to wait (429, 503), when it said. */
+  readonly retryAfter?: number;
+
+  constructor(init: { status: number; message: string; method: string; path: string; body?: unknown; index?: number; retryAfter?: number }) {
+    // The message is exactly the vault's: callers compare it with the interface's texts.
+    super(init.message);
+    this.status = init.status;
+    this.method = init.method;
+    this.path = init.path;
+    this.body = init.body;
+    if (init.index !== undefined) this.index = init.index;
+    if (init.retryAfter !== undefined) this.retryAfter = init.retryAfter;
+  }
+}
+
+export class VaultNetworkError extends Error {
+  override readonly name = 'VaultNetworkError';
+  /** The transport's error code: `ECONNREFUSED`, `ECONNRESET`, `UND_ERR_HEADERS_TIMEOUT`, ... */
+  readonly code: string;
+  readonly method: string;
+  readonly path: string;
+  /** How many times the request was sent (more than one only for idempotent requests). */
+  readonly attempts: number;
+
+  constructor(init: { code: string; method: string; path: string; attempts: number; cause: unknown }) {
+    super(`${init.method} ${init.path} failed without an answer from the vault (${init.code}, ${init.attempts} attempt${init.attempts === 1 ? '' : 's'})`, {
+      cause: init.cause,
+    });
+    this.code = init.code;
+    this.method = init.method;
+    this.path = init.path;
+    this.attempts = init.attempts;
+  }
+}
+
+export function isVaultApiError(err: unknown, status?: number, message?: string): err is VaultApiError {
+  return err instanceof VaultApiError && (status === undefined || err.status === status) && (message === undefined || err.message === message);
+}

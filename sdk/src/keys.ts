@@ -1,0 +1,92 @@
+/**
+ * The vault's key headers carry the base64 of a PEM RSA key: the public key in
+ * `X-Encryption-Key` (stores), the private key in `X-Decryption-Key` (value reads only).
+ * These helpers make, convert and load keys in that form.
+ */
+import { createPrivateKey, createPublicKey, generateKeyPair as generateRsa } from 'node:crypto';
+import { promisify } from 'node:util';
+import { readFile, writeFile } from 'node:fs/promises';
+
+const generateRsaAsync = promisify(generateRsa);
+
+export interface KeyPair {
+  /** `X-Encryption-Key` header value: base64 of the PEM (SPKI) public key. */
+  publicKey: string;
+  /** `X-Decryption-Key` header value: base64 of the PEM (PKCS#8) private key. */
+  privateKey: string;
+  publicPem: string;
+  privatePem: string;
+}
+
+/** A new RSA key pair in the header format. 3072 bits unless told otherwise. */
+export async function generateKeyPair(options: { modulusLength?: number } = {}): Promise<KeyPair> {
+  const { publicKey, privateKey } = await generateRsaAsync('rsa', {
+    modulusLength: options.modulusLength ?? 3072,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return { publicKey: toHeaderValue(publicKey), privateKey: toHeaderValue(privateKey), publicPem: publicKey, privatePem: privateKey };
+}
+
+/** The PEM text inside a header value, a PEM, or base64 of a PEM. */
+export function toPem(key: string): string {
+  const text = key.trim();
+  if (text.startsWith('-----BEGIN')) return text.endsWith('\n') ? text : `${text}\n`;
+  const decoded = Buffer.from(text, 'base64').toString('utf8');
+  if (!decoded.includes('-----BEGIN')) throw new Error('Key is neither PEM nor base64 of a PEM');
+  return decoded;
+}
+
+/** The header form (base64 of the PEM) of a PEM or of a value already in header form. */
+export function toHeaderValue(key: string): string {
+  return Buffer.from(toPem(key), 'utf8').toString('base64');
+}
+
+function checked(kind: 'public' | 'private', key: string, source: string): string {
+  let pem: string;
+  try {
+    pem = toPem(key);
+    const parsed = kind === 'public' ? createPublicKey(pem) : createPrivateKey(pem);
+    if (parsed.asymmetricKeyType !== 'rsa') throw new Error('not RSA');
+  } catch {
+    // Never quote the input: it may be key material.
+    throw new Error(`${source} does not hold an RSA ${kind} key in PEM (or base64 of PEM)`);
+  }
+  return Buffer.from(pem, 'utf8').toString('base64');
+}
+
+export interface LoadedKeys {
+  /** `X-Encryption-Key` header value. */
+  encryptionKey?: string;
+  /** `X-Decryption-Key` header value. */
+  decryptionKey?: string;
+}
+
+/** Reads a PEM (or base64 of PEM) public and/or private key from files. */
+export async function loadKeyFiles(files: { publicKeyFile?: string; privateKeyFile?: string }): Promise<LoadedKeys> {
+  const out: LoadedKeys = {};
+  if (files.publicKeyFile) out.encryptionKey = checked('public', await readFile(files.publicKeyFile, 'utf8'), files.publicKeyFile);
+  if (files.privateKeyFile) out.decryptionKey = checked('private', await readFile(files.privateKeyFile, 'utf8'), files.privateKeyFile);
+  return out;
+}
+
+/**
+ * Keys from the environment: `VAULT_ENCRYPTION_KEY` / `VAULT_DECRYPTION_KEY` hold a key
+ * (PEM or base64 of PEM); `VAULT_ENCRYPTION_KEY_FILE` / `VAULT_DECRYPTION_KEY_FILE` name a
+ * file holding one. A service that only stores should have no private key in its
+ * environment at all.
+ */
+export async function loadKeysFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<LoadedKeys> {
+  const out: LoadedKeys = {};
+  if (env.VAULT_ENCRYPTION_KEY) out.encryptionKey = checked('public', env.VAULT_ENCRYPTION_KEY, 'VAULT_ENCRYPTION_KEY');
+  else if (env.VAULT_ENCRYPTION_KEY_FILE) Object.assign(out, await loadKeyFiles({ publicKeyFile: env.VAULT_ENCRYPTION_KEY_FILE }));
+  if (env.VAULT_DECRYPTION_KEY) out.decryptionKey = checked('private', env.VAULT_DECRYPTION_KEY, 'VAULT_DECRYPTION_KEY');
+  else if (env.VAULT_DECRYPTION_KEY_FILE) Object.assign(out, await loadKeyFiles({ privateKeyFile: env.VAULT_DECRYPTION_KEY_FILE }));
+  return out;
+}
+
+/** Writes a pair as PEM files; the private one readable by its owner only. */
+export async function saveKeyPair(pair: Pick<KeyPair, 'publicPem' | 'privatePem'>, files: { publicKeyFile: string; privateKeyFile: string }): Promise<void> {
+  await writeFile(files.privateKeyFile, pair.privatePem, { mode: 0o600, flag: 'wx' });
+  await writeFile(files.publicKeyFile, pair.publicPem, { mode: 0o644, flag: 'wx' });
+}

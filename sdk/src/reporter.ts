@@ -1,0 +1,244 @@
+/**
+ * Fire-and-forget activity reporting for applications whose data lives outside the vault.
+ * Events are stamped on `report()` (eventId, timestamp, and a dataPointId for a STORE), so
+ * the caller knows the ids at once and every resend is harmless: the vault records an
+ * eventId once. Batches go to the sidecar (`POST /events`) or, without one, straight to
+ * the vault (`POST /auditlogs/bulk`), one batch in flight at a time, in order.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { VaultApiError, VaultNetworkError } from './errors.js';
+import { backoffDelay, Transport, type Request, type TransportOptions } from './transport.js';
+import type { ExternalActivityEvent } from './types.js';
+
+export const DEFAULT_SIDECAR_URL = 'http://127.0.0.1:8084';
+
+/** An event as the reporter sends it: with its identity and time fixed. */
+export type StampedEvent = ExternalActivityEvent & { eventId: string; timestamp: string };
+
+/** Fields an event may leave to the reporter's defaults. */
+type Defaultable = 'applicationId' | 'applicationUser' | 'dataStoreName' | 'dataStoreServer' | 'dataStoreEntityName' | 'location';
+type WithOptional<T, K extends PropertyKey> = T extends unknown ? Omit<T, K & keyof T> & Partial<Pick<T, K & keyof T>> : never;
+export type ReportableEvent = WithOptional<ExternalActivityEvent, Defaultable>;
+
+export interface ReporterOptions {
+  /**
+   * The sidecar's ingest URL (`true`: http://127.0.0.1:8084). When unset, events go to the
+   * vault directly with the client's API key.
+   */
+  sidecar?: string | true;
+  /** Events per request; default 500. */
+  batchSize?: number;
+  /** Longest an event waits for its batch to fill; default 200 ms. */
+  flushIntervalMs?: number;
+  /** Events held before `report()` refuses more; default 100,000. */
+  maxQueued?: number;
+  /** Attempts per batch on network errors, 5xx and 429 before giving up on it; default 10. */
+  maxAttempts?: number;
+  /** Backoff between attempts; default 100 ms doubling up to 5 s, with jitter. */
+  minDelayMs?: number;
+  maxDelayMs?: number;
+  /** Fields applied to every event that does not set them (typically `applicationId`). */
+  defaults?: Partial<Pick<ExternalActivityEvent, Defaultable>>;
+  /**
+   * Events that could not be delivered: refused (a VaultApiError whose message is the
+   * vault's or the sidecar's reason) or undeliverable after `maxAttempts`. Default: a
+   * process warning.
+   */
+  onError?: (error: VaultApiError | VaultNetworkError, events: StampedEvent[]) => void;
+}
+
+export interface ReporterStats {
+  reported: number;
+  delivered: number;
+  failed: number;
+  queued: number;
+}
+
+type Outcome = { rejected: Array<{ event: StampedEvent; error: VaultApiError }> };
+
+const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+
+function retryable(err: unknown): boolean {
+  return err instanceof VaultNetworkError || (err instanceof VaultApiError && (RETRYABLE_STATUS.has(err.status) || err.status > 504));
+}
+
+export class Reporter {
+  private queue: StampedEvent[] = [];
+  private pump: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private due = false;
+  private forced = false;
+  private closed = false;
+  private closeListeners: Array<() => void> = [];
+  private readonly sidecar: Transport | undefined;
+  private readonly batchSize: number;
+  private readonly flushIntervalMs: number;
+  private readonly maxQueued: number;
+  private readonly maxAttempts: number;
+  private readonly retry: { retries: number; minDelayMs: number; maxDelayMs: number };
+  private readonly onError: NonNullable<ReporterOptions['onError']>;
+  private readonly counts = { reported: 0, delivered: 0, failed: 0 };
+
+  constructor(
+    private readonly vault: { request<T>(request: Request): Promise<T> },
+    transportOptions: TransportOptions,
+    private readonly options: ReporterOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.flushIntervalMs = options.flushIntervalMs ?? 200;
+    this.maxQueued = options.maxQueued ?? 100_000;
+    this.maxAttempts = options.maxAttempts ?? 10;
+    this.retry = { retries: 0, minDelayMs: options.minDelayMs ?? 100, maxDelayMs: options.maxDelayMs ?? 5_000 };
+    if (!(this.batchSize >= 1)) throw new RangeError('batchSize must be at least 1');
+    this.onError =
+      options.onError ??
+      ((error, events) => process.emitWarning(`${events.length} activity event(s) not delivered: ${error.message}`, 'VaultReporterWarning'));
+    if (options.sidecar !== undefined) {
+      const url = options.sidecar === true ? DEFAULT_SIDECAR_URL : options.sidecar;
+      // The sidecar gets no API key: it holds its own for the vault.
+      this.sidecar = new Transport({ ...transportOptions, url, connections: 2, retry: false, userAgent: transportOptions.userAgent });
+    }
+  }
+
+  get stats(): ReporterStats {
+    return { ...this.counts, queued: this.queue.length };
+  }
+
+  /**
+   * Queues an event and answers it as it will be sent: with `eventId`, `timestamp`, and for a
+   * STORE without one a `dataPointId` (keep it to report later READs of that data).
+   */
+  report(event: ReportableEvent): StampedEvent {
+    if (this.closed) throw new Error('The reporter is closed');
+    if (this.queue.length >= this.maxQueued) throw new Error(`The reporter already holds ${this.maxQueued} undelivered events`);
+    const stamped = { ...this.options.defaults, ...event } as StampedEvent;
+    stamped.eventId ??= randomUUID();
+    stamped.timestamp = stamped.timestamp === undefined ? new Date().toISOString() : new Date(stamped.timestamp).toISOString();
+    if (stamped.eventType === 'STORE' && stamped.dataPointId === undefined) stamped.dataPointId = randomUUID();
+    this.queue.push(stamped);
+    this.counts.reported++;
+    if (this.queue.length >= this.batchSize) void this.kick();
+    else this.arm();
+    return stamped;
+  }
+
+  /** Sends everything queued so far and resolves when it is delivered or given up. */
+  async flush(): Promise<void> {
+    while (this.queue.length > 0 || this.pump) {
+      this.forced = true;
+      await this.kick();
+    }
+  }
+
+  /** Flushes, then refuses further events. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    try {
+      await this.flush();
+    } finally {
+      await this.sidecar?.close();
+      for (const listener of this.closeListeners) listener();
+    }
+  }
+
+  /** @internal */
+  onClose(listener: () => void): void {
+    this.closeListeners.push(listener);
+  }
+
+  private arm(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.due = true;
+      void this.kick();
+    }, this.flushIntervalMs);
+    // A pending report must not keep the process alive; close() is what guarantees delivery.
+    this.timer.unref();
+  }
+
+  private kick(): Promise<void> {
+    this.pump ??= (async () => {
+      try {
+        while (this.queue.length > 0 && (this.forced || this.due || this.queue.length >= this.batchSize)) {
+          this.due = false;
+          await this.deliver(this.queue.splice(0, this.batchSize));
+        }
+      } finally {
+        this.pump = undefined;
+        this.forced = false;
+        if (this.queue.length > 0 && !this.closed) this.arm();
+      }
+    })();
+    return this.pump;
+  }
+
+  /** Delivers one batch: retries what may succeed later, isolates what was refused. */
+  private async deliver(batch: StampedEvent[]): Promise<void> {
+    const work: StampedEvent[][] = [batch];
+    while (work.length > 0) {
+      let pending = work.shift()!;
+      for (let attempt = 1; pending.length > 0; ) {
+        try {
+          const { rejected } = await this.send(pending);
+          for (const { event, error } of rejected) this.fail(error, [event]);
+          this.counts.delivered += pending.length - rejected.length;
+          pending = [];
+        } catch (err) {
+          if (retryable(err) && attempt < this.maxAttempts) {
+            await sleep(backoffDelay(attempt - 1, this.retry));
+            attempt++;
+          } else if (err instanceof VaultApiError && err.index !== undefined && err.index >= 0 && err.index < pending.length) {
+            // The bulk is atomic: nothing was recorded, so the others are simply sent again.
+            this.fail(err, [pending[err.index]]);
+            pending = pending.filter((_, i) => i !== err.index);
+          } else if (err instanceof VaultApiError && err.status === 413 && pending.length > 1) {
+            const half = Math.ceil(pending.length / 2);
+            work.unshift(pending.slice(0, half), pending.slice(half));
+            pending = [];
+          } else {
+            this.fail(err as VaultApiError | VaultNetworkError, pending);
+            pending = [];
+          }
+        }
+      }
+    }
+  }
+
+  private fail(error: VaultApiError | VaultNetworkError, events: StampedEvent[]): void {
+    this.counts.failed += events.length;
+    try {
+      this.onError(error, events);
+    } catch {
+      // A throwing handler must not stall delivery of everything after it.
+    }
+  }
+
+  private async send(events: StampedEvent[]): Promise<Outcome> {
+    if (!this.sidecar) {
+      await this.vault.request({ method: 'POST', path: '/auditlogs/bulk', body: events, idempotent: false });
+      return { rejected: [] };
+    }
+    type Answer = { accepted?: Array<{ index: number }>; rejected?: Array<{ index: number; message: string }>; message?: string };
+    let answer: Answer;
+    try {
+      answer = (await this.sidecar.send<Answer>({ method: 'POST', path: '/events', body: events, idempotent: false })).body;
+    } catch (err) {
+      // 400 with a rejected list: the sidecar took none of them, each for its own reason.
+      if (!(err instanceof VaultApiError) || err.status !== 400) throw err;
+      answer = err.body as Answer;
+      if (!Array.isArray(answer?.rejected) || answer.rejected.length === 0) throw err;
+    }
+    const rejected = (answer.rejected ?? [])
+      .filter((r) => events[r.index] !== undefined)
+      .map((r) => ({
+        event: events[r.index],
+        error: new VaultApiError({ status: 400, message: r.message, method: 'POST', path: '/events', body: r, index: r.index }),
+      }));
+    return { rejected };
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * One keep-alive undici Pool per vault, JSON in and out, the vault's errors as
+ * VaultApiError, and retries of idempotent requests when no answer arrived.
+ */
+import { STATUS_CODES } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import { VaultApiError, VaultNetworkError } from './errors.js';
+
+export interface RetryOptions {
+  /** Extra attempts after the first; default 3. */
+  retries?: number;
+  /** First backoff delay; default 100 ms. Doubles per attempt, with jitter. */
+  minDelayMs?: number;
+  /** Backoff ceiling; default 2000 ms. */
+  maxDelayMs?: number;
+}
+
+export interface TransportOptions {
+  /** Base URL, e.g. `http://127.0.0.1:8083` (a path prefix is kept). */
+  url: string;
+  /** Connections kept to the vault; default 10. */
+  connections?: number;
+  /** Time to establish a connection; default 10 s. */
+  connectTimeout?: number;
+  /** Time until the answer's headers arrive; default 30 s. */
+  headersTimeout?: number;
+  /** Longest pause between two chunks of the answer's body; default 30 s. */
+  bodyTimeout?: number;
+  /**
+   * Keep connections open between requests (default true). An object tunes it:
+   * `timeout` is how long an idle connection is kept when the server does not say
+   * (default 4 s), `maxTimeout` caps what the server's keep-alive hint may ask for.
+   */
+  keepAlive?: boolean | { timeout?: number; maxTimeout?: number };
+  /** Retries of idempotent requests that got no answer; `false` turns them off. */
+  retry?: RetryOptions | false;
+  /** TLS options for `https` URLs (`ca`, `cert`, `key`, `rejectUnauthorized`, ...). */
+  tls?: Record<string, unknown>;
+  userAgent?: string;
+}
+
+export interface Request {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Already encoded path, relative to the base URL. */
+  path: string;
+  query?: Record<string, string | number | boolean | Date | undefined>;
+  body?: unknown;
+  headers?: Record<string, string | undefined>;
+  /** Safe to send again when no answer arrived. */
+  idempotent: boolean;
+  signal?: AbortSignal;
+  /** Answers (other than 2xx) that are results rather than errors, e.g. 503 from /readyz. */
+  acceptStatus?: number[];
+}
+
+export interface Response<T> {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: T;
+}
+
+/** Errors that mean the request got no answer: the only ones an idempotent request is retried on. */
+const CONNECTION_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+
+function connectionErrorCode(err: unknown): string | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown; errors?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.code === 'string' && CONNECTION_ERRORS.has(e.code)) return e.code;
+    // Happy-eyeballs connects report an AggregateError of the per-address failures.
+    if (Array.isArray(e.errors)) {
+      const inner = e.errors.map(connectionErrorCode).find(Boolean);
+      if (inner) return inner;
+    }
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
+function encodeQuery(query: Request['query']): string {
+  if (!query) return '';
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    params.set(name, value instanceof Date ? value.toISOString() : String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+function parseRetryAfter(header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+export function backoffDelay(attempt: number, retry: Required<RetryOptions>): number {
+  const ceiling = Math.min(retry.maxDelayMs, retry.minDelayMs * 2 ** attempt);
+  // Half fixed, half random: spreads out clients that failed together without ever waiting 0.
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+export class Transport {
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly retry: Required<RetryOptions>;
+  private readonly reset: boolean;
+  private readonly userAgent: string;
+  private closed = false;
+
+  constructor(options: TransportOptions) {
+    const url = new URL(options.url);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`Vault URL must be http or https: ${url.protocol}`);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    const keepAlive = options.keepAlive ?? true;
+    const tuning = typeof keepAlive === 'object' ? keepAlive : {};
+    this.reset = keepAlive === false;
+    this.retry =
+      options.retry === false
+        ? { retries: 0, minDelayMs: 0, maxDelayMs: 0 }
+        : { retries: 3, minDelayMs: 100, maxDelayMs: 2000, ...options.retry };
+    this.userAgent = options.userAgent ?? '@vault/sdk';
+    this.pool = new Pool(url.origin, {
+      connections: options.connections ?? 10,
+      headersTimeout: options.headersTimeout ?? 30_000,
+      bodyTimeout: options.bodyTimeout ?? 30_000,
+      keepAliveTimeout: tuning.timeout ?? 4_000,
+      keepAliveMaxTimeout: tuning.maxTimeout ?? 600_000,
+      connect: { timeout: options.connectTimeout ?? 10_000, ...(options.tls ?? {}) },
+    });
+  }
+
+  async send<T>(request: Request): Promise<Response<T>> {
+    if (this.closed) throw new Error('The vault client is closed');
+    const path = this.basePath + request.path;
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent };
+    for (const [name, value] of Object.entries(request.headers ?? {})) if (value !== undefined) headers[name] = value;
+    let payload: string | undefined;
+    if (request.body !== undefined) {
+      payload = JSON.stringify(request.body);
+      headers['content-type'] = 'application/json';
+    }
+    const maxAttempts = request.idempotent ? this.retry.retries + 1 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once<T>(request, path, headers, payload);
+      } catch (err) {
+        if (err instanceof VaultApiError) throw err;
+        const code = connectionErrorCode(err);
+        if (code === undefined || request.signal?.aborted) throw err;
+        if (attempt >= maxAttempts) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
+        await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal: request.signal });
+      }
+    }
+  }
+
+  private async once<T>(request: Request, path: string, headers: Record<string, string>, payload: string | undefined): Promise<Response<T>> {
+    const res = await this.pool.request({
+      method: request.method,
+      path: path + encodeQuery(request.query),
+      headers,
+      body: payload,
+      signal: request.signal,
+      reset: this.reset,
+    });
+    // Read the whole body before anything else, so the connection goes back to the pool.
+    const text = await res.body.text();
+    const type = String(res.headers['content-type'] ?? '');
+    let body: unknown = text;
+    if (type.includes('json') && text.length > 0) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+    }
+    const ok = (res.statusCode >= 200 && res.statusCode < 300) || request.acceptStatus?.includes(res.statusCode);
+    if (ok) return { status: res.statusCode, headers: res.headers, body: body as T };
+    const fields = typeof body === 'object' && body !== null ? (body as { message?: unknown; index?: unknown }) : {};
+    throw new VaultApiError({
+      status: res.statusCode,
+      message: typeof fields.message === 'string' ? fields.message : (STATUS_CODES[res.statusCode] ?? `HTTP ${res.statusCode}`),
+      method: request.method,
+      path: request.path.split('?')[0],
+      body,
+      index: typeof fields.index === 'number' ? fields.index : undefined,
+      retryAfter: parseRetryAfter(res.headers['retry-after']),
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.close();
+  }
+}

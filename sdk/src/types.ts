@@ -1,0 +1,583 @@
+/**
+ * The vault's resources as they travel over the wire: the interface document's fields,
+ * completed by decisions.md where the interface says "not shown".
+ */
+
+/** ISO 8601 timestamp. Inputs accept any ISO 8601 form (or a Date, serialised as ISO). */
+export type Timestamp = string;
+
+export type Sensitivity = 'NORMAL' | 'PERSONAL' | 'SENSITIVE' | 'CONFIDENTIAL';
+
+export type EventType = 'READ' | 'STORE' | 'UPDATE' | 'DELETE';
+
+// ---------------------------------------------------------------------------------------
+// Entities
+
+export interface Entity {
+  id: string;
+  /** Entity type key; `datasubject` by default. */
+  type: string;
+  tags: string[];
+  /** While true, nonrepeatable values cannot be overwritten and the subject's data cannot be purged. */
+  legalHold: boolean;
+  created: Timestamp;
+  updated: Timestamp;
+}
+
+export interface EntityInput {
+  id: string;
+  /** Defaults to `datasubject`; taken as `datasubject` on the `/datasubjects` form. */
+  type?: string;
+  tags?: string[];
+  /** Admin applications only. */
+  legalHold?: boolean;
+}
+
+// ---------------------------------------------------------------------------------------
+// Attribute values and data points
+
+export type AttributeValue = string | number | boolean | StructuredValue | AttributeValue[];
+export interface StructuredValue {
+  [subAttribute: string]: AttributeValue | null | undefined;
+}
+
+/** One attribute value in a storage request (or the `data` of an audit event). */
+export interface AttributeInput<V = AttributeValue> {
+  /** Attribute key (a definition's key). */
+  attribute: string;
+  /** A string, or an object for a structured attribute; must match the definition's schema. */
+  value?: V;
+  dataPointId?: string;
+  regulations?: string[];
+  tags?: string[];
+  sensitivity?: Sensitivity;
+  reportOnly?: boolean;
+  accessibility?: string;
+}
+
+export interface StorageRequest {
+  data: AttributeInput[];
+  /** Type of the entity to create when it does not exist; default `datasubject`. */
+  entityType?: string;
+  namespace?: string;
+  /** Where the data comes from (an address or a country code), used by geolocation rules. */
+  origin?: string;
+}
+
+export interface DataPoint<V = AttributeValue> {
+  /** Attribute key; `<ATTRIBUTE>.<sub_attribute>` for a sub-point of a structured value. */
+  attribute: string;
+  dataPointId: string;
+  entityId: string;
+  /** Same as `entityId` (ViziVault clients read this one). */
+  subjectId: string;
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
+  regulations: string[];
+  tags: string[];
+  sensitivity: Sensitivity;
+  reportOnly: boolean;
+  /** Root point of the structure this sub-point belongs to; null otherwise. */
+  structureRootId: string | null;
+  /** Present in store and read answers; absent from search results. */
+  value?: V;
+}
+
+/** A search result: a data point without its value. */
+export type SearchResult = Omit<DataPoint, 'value'>;
+
+// ---------------------------------------------------------------------------------------
+// Search
+
+export interface SearchValue {
+  attribute: string;
+  value: string | number | boolean;
+}
+
+export interface SearchQuery {
+  /** Blind-indexed value matches (indexed attributes only). */
+  values?: SearchValue[];
+  attributes?: string[];
+  /** Points with any of these regulations; `""` matches points with none. */
+  regulations?: string[];
+  sensitivity?: Sensitivity;
+  entityId?: string[];
+  /** Alias of `entityId`. */
+  subjectId?: string[];
+  country?: string;
+  subdivision?: string;
+  city?: string;
+  minCreatedDate?: Timestamp | Date;
+  maxCreatedDate?: Timestamp | Date;
+  minModifiedDate?: Timestamp | Date;
+  maxModifiedDate?: Timestamp | Date;
+}
+
+export interface SearchRequest {
+  query: SearchQuery;
+  /** 0-based page number; default 0. */
+  page?: number;
+  /** Results per page, 1 to 1000; default 100. */
+  count?: number;
+}
+
+// ---------------------------------------------------------------------------------------
+// Attribute definitions
+
+export type PrimitiveSchema = 'string' | 'int' | 'integer' | 'float' | 'boolean' | 'date' | 'file';
+/** A primitive, or an object from sub-attribute key to schema; a key written `[name]` holds a list. */
+export type AttributeSchema = PrimitiveSchema | { [subAttribute: string]: AttributeSchema };
+
+export interface AttributeDefinitionInput {
+  /** Letters, digits and underscores. When only `name` is given, the key is the name. */
+  key?: string;
+  name?: string;
+  hint?: string;
+  /** Default `string`. */
+  schema?: AttributeSchema;
+  repeatable?: boolean;
+  /** Whether values are blind-indexed for search. */
+  indexed?: boolean;
+  tags?: string[];
+  regulations?: string[];
+  /** Entity types the attribute applies to; empty means `datasubject`. */
+  entityTypes?: string[];
+  immutable?: boolean;
+}
+
+export interface AttributeDefinition {
+  key: string;
+  name: string | null;
+  hint: string | null;
+  schema: AttributeSchema;
+  repeatable: boolean;
+  indexed: boolean;
+  immutable: boolean;
+  tags: string[];
+  regulations: string[];
+  entityTypes: string[];
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
+}
+
+// ---------------------------------------------------------------------------------------
+// Regulations, tags, entity types
+
+export interface RegulationInput {
+  key: string;
+  name?: string;
+  url?: string;
+}
+
+export interface Regulation {
+  key: string;
+  name: string | null;
+  url: string | null;
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
+}
+
+export interface Tag {
+  name: string;
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
+}
+
+export interface EntityTypeInput {
+  key: string;
+  name?: string;
+  description?: string;
+}
+
+export interface EntityType {
+  key: string;
+  name: string | null;
+  description: string | null;
+  createdDate?: Timestamp;
+  modifiedDate?: Timestamp;
+}
+
+// ---------------------------------------------------------------------------------------
+// Rules: constraints
+
+export type ListOperator = 'any' | 'none';
+export type SetOperator = 'any' | 'none' | 'all';
+
+export interface AttributeConstraint {
+  type: 'attribute';
+  operator: ListOperator;
+  /** Attribute keys; each must exist. */
+  attributes: string[];
+}
+
+export interface TagConstraint {
+  type: 'tag';
+  operator: SetOperator;
+  tags: string[];
+}
+
+export interface RegulationConstraint {
+  type: 'regulation';
+  operator: SetOperator;
+  /** Regulation keys; each must exist. */
+  regulations: string[];
+}
+
+export interface GeolocationConstraint {
+  type: 'geolocation' | 'geo';
+  operator: ListOperator;
+  /** ISO 3166-1 two-letter codes, case-insensitive. At least one of the two lists. */
+  countries?: string[];
+  /** ISO 3166-2 hyphenated codes such as `US-CA`. */
+  subdivisions?: string[];
+}
+
+export interface EntityTypeConstraint {
+  type: 'entityType';
+  operator?: ListOperator;
+  entityTypes: string[];
+}
+
+export type NumericPredicate = 'eq' | 'neq' | 'lt' | 'gt' | 'leq' | 'geq';
+export type TimePredicate = 'before' | 'after';
+export type ListPredicate = 'in' | 'nin';
+export type Predicate = NumericPredicate | TimePredicate | ListPredicate | 'regex';
+
+/** Entity value: compares a stored attribute of the entity with `value`. */
+export interface EntityValueConstraint {
+  type: 'user' | 'value';
+  attribute: string;
+  /** Numbers for the numeric predicates, times for `before`/`after`, a comma-separated list for `in`/`nin`. */
+  value: string | number | boolean;
+  predicate: Predicate;
+}
+
+export interface SentimentConstraint {
+  type: 'sentiment';
+  /** -1 (negative) to 1 (positive). */
+  threshold: number;
+  [member: string]: unknown;
+}
+
+export interface ApplicationConstraint {
+  type: 'application';
+  operator: ListOperator;
+  /** Application ids. */
+  applications: string[];
+}
+
+export interface EventTypeConstraint {
+  type: 'eventType';
+  eventTypes: EventType[];
+}
+
+export interface AllConstraint<C> {
+  type: 'all';
+  constraints: Array<C | AllConstraint<C> | AnyConstraint<C>>;
+}
+
+export interface AnyConstraint<C> {
+  type: 'any';
+  constraints: Array<C | AllConstraint<C> | AnyConstraint<C>>;
+}
+
+/** Constraints of rules of type `data` (evaluated on stores). */
+export type DataLeafConstraint =
+  | AttributeConstraint
+  | TagConstraint
+  | RegulationConstraint
+  | GeolocationConstraint
+  | EntityTypeConstraint
+  | EntityValueConstraint
+  | SentimentConstraint;
+export type DataConstraint = DataLeafConstraint | AllConstraint<DataLeafConstraint> | AnyConstraint<DataLeafConstraint>;
+
+/** Constraints of rules of type `activity` (evaluated on audit events). */
+export type ActivityLeafConstraint = AttributeConstraint | GeolocationConstraint | ApplicationConstraint | EventTypeConstraint;
+export type ActivityConstraint =
+  | ActivityLeafConstraint
+  | AllConstraint<ActivityLeafConstraint>
+  | AnyConstraint<ActivityLeafConstraint>;
+
+export type Constraint = DataConstraint | ActivityConstraint;
+
+// ---------------------------------------------------------------------------------------
+// Rules: actions
+
+export type AlertLevel = 'NORMAL' | 'INFO' | 'WARNING' | 'DANGER' | 'SUCCESS' | 'NEUTRAL';
+
+export interface AlertAction {
+  type: 'alert';
+  alertLevel: AlertLevel;
+  message: string;
+}
+
+export interface TagAction {
+  type: 'tag';
+  tag: string;
+  /** Activity rules. */
+  status?: string;
+}
+
+export interface RegulationAction {
+  type: 'regulation';
+  regulation: string;
+}
+
+export interface EntityTagAction {
+  type: 'entityTag';
+  tag: string;
+  status?: string;
+}
+
+export interface BlockAction {
+  type: 'block';
+  /** The 403 message; default `The provided data could not be stored, as a rule disallows it`. */
+  message?: string;
+}
+
+export interface ProhibitionAction {
+  type: 'prohibition';
+  status?: string;
+  prohibitions: EventType[];
+}
+
+export interface LegalHoldAction {
+  type: 'legalHold';
+  [member: string]: unknown;
+}
+
+export interface RetentionAction {
+  type: 'retention';
+  expirationDate?: Timestamp;
+  daysSinceStore?: number;
+  daysSinceRead?: number;
+  autoDelete?: boolean;
+}
+
+export type RuleAction =
+  | AlertAction
+  | TagAction
+  | RegulationAction
+  | EntityTagAction
+  | BlockAction
+  | ProhibitionAction
+  | LegalHoldAction
+  | RetentionAction;
+
+// ---------------------------------------------------------------------------------------
+// Rules
+
+interface RuleCommon {
+  /** Required unique identifier. */
+  key: string;
+  name?: string;
+  action: RuleAction;
+  /** Default: one more than the highest. */
+  executionOrder?: number;
+}
+
+export interface DataRuleInput extends RuleCommon {
+  type: 'data';
+  constraint: DataConstraint;
+}
+
+export interface ActivityRuleInput extends RuleCommon {
+  type: 'activity';
+  constraint: ActivityConstraint;
+}
+
+export type RuleInput = DataRuleInput | ActivityRuleInput;
+
+interface RuleStored {
+  executionOrder: number;
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
+}
+
+/** A rule as stored: exactly as sent, plus its order and dates. */
+export type Rule = (DataRuleInput & RuleStored) | (ActivityRuleInput & RuleStored);
+
+// ---------------------------------------------------------------------------------------
+// Report-only audit logs
+
+export interface Geolocation {
+  country?: string;
+  subdivision?: string;
+  city?: string;
+}
+
+interface ActivityEventCommon {
+  /** Caller-chosen unique id: the vault records an event id once, so resending is harmless. */
+  eventId?: string;
+  /** ISO 8601, a Date, or epoch milliseconds; default now. At most one day ahead. */
+  timestamp?: Timestamp | Date | number;
+  /** Required. */
+  applicationId: string;
+  applicationUser?: string;
+  dataStoreName?: string;
+  dataStoreServer?: string;
+  dataStoreEntityName?: string;
+  location?: Geolocation;
+}
+
+export interface StoreActivityEvent extends ActivityEventCommon {
+  eventType: 'STORE';
+  /** Generated by the vault when absent. */
+  dataPointId?: string;
+  subjectId: string;
+  /** `data.attribute` is required; a value is used by the rules engine and never stored. */
+  data: AttributeInput;
+}
+
+export interface UpdateActivityEvent extends ActivityEventCommon {
+  eventType: 'UPDATE';
+  dataPointId: string;
+  subjectId?: string;
+  /** Only `value` is used (by the rules engine; it is not stored). */
+  data?: Partial<AttributeInput>;
+}
+
+export interface ReadActivityEvent extends ActivityEventCommon {
+  eventType: 'READ';
+  dataPointId: string;
+  subjectId?: string;
+  data?: Partial<AttributeInput>;
+}
+
+export interface DeleteActivityEvent extends ActivityEventCommon {
+  eventType: 'DELETE';
+  dataPointId: string;
+  subjectId?: string;
+  data?: Partial<AttributeInput>;
+}
+
+export type ExternalActivityEvent = StoreActivityEvent | UpdateActivityEvent | ReadActivityEvent | DeleteActivityEvent;
+
+export interface SubPoint {
+  /** `<ATTRIBUTE>.<sub_attribute>` */
+  attribute: string;
+  dataPointId: string;
+}
+
+/** The vault's answer to one audit event. */
+export interface ActivitySummary {
+  eventType: EventType;
+  dataPointId: string;
+  subjectId: string;
+  attribute: string;
+  /** For newly stored structured attributes: one per sub-attribute. */
+  subPoints?: SubPoint[];
+}
+
+// ---------------------------------------------------------------------------------------
+// Activity log and alerts
+
+export interface ActivityFilter {
+  subjectId?: string;
+  dataPointId?: string;
+  attribute?: string;
+  eventType?: EventType;
+  applicationId?: string;
+  applicationUser?: string;
+  from?: Timestamp | Date;
+  to?: Timestamp | Date;
+  /** 0-based. */
+  page?: number;
+  /** 1 to 1000; default 100. */
+  count?: number;
+}
+
+/** One record of the append-only activity log (never a value). */
+export interface ActivityRecord {
+  /** Position in the log. */
+  sequence: number;
+  eventId: string;
+  eventType: EventType;
+  subjectId?: string;
+  dataPointId?: string;
+  attribute?: string;
+  applicationId: string;
+  applicationUser?: string;
+  dataStoreName?: string;
+  dataStoreServer?: string;
+  dataStoreEntityName?: string;
+  location?: Geolocation;
+  reportOnly: boolean;
+  /** When the event happened. */
+  timestamp: Timestamp;
+  /** When the vault recorded it. */
+  recordedDate: Timestamp;
+  /** Id of the application whose API key submitted it. */
+  recordedBy: string;
+  /** SHA-256 over the previous record's hash and this record. */
+  hash: string;
+}
+
+/** Result of recomputing the activity log's hash chain. */
+export interface ActivityVerification {
+  /** True when every record's hash matches. */
+  valid: boolean;
+  /** Records checked. */
+  records: number;
+  /** The first record whose hash does not match, when `valid` is false. */
+  firstBrokenSequence?: number;
+  firstBrokenEventId?: string;
+  /** Hash of the last record (anchor it elsewhere to detect truncation). */
+  lastHash?: string;
+}
+
+export interface AlertFilter {
+  /** Rule key. */
+  rule?: string;
+  level?: AlertLevel;
+  from?: Timestamp | Date;
+  to?: Timestamp | Date;
+  page?: number;
+  count?: number;
+}
+
+/** An alert a rule fired. */
+export interface Alert {
+  id: string;
+  rule: string;
+  alertLevel: AlertLevel;
+  message: string;
+  [member: string]: unknown;
+}
+
+// ---------------------------------------------------------------------------------------
+// Applications
+
+export interface ApplicationInput {
+  name: string;
+  /** Attribute keys it may use, or `["*"]` for all (the default). */
+  attributes?: string[];
+  /** May manage definitions, entity types, regulations, tags, rules and applications. */
+  admin?: boolean;
+  /** Keep a key the deployment already uses (at least 16 characters); otherwise one is generated. */
+  apiKey?: string;
+}
+
+export interface Application {
+  id: string;
+  name: string;
+  attributes: string[];
+  admin: boolean;
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
+}
+
+/** The created application and its API key, which the vault shows this once. */
+export interface CreatedApplication extends Application {
+  apiKey: string;
+}
+
+// ---------------------------------------------------------------------------------------
+// Operations
+
+export interface Readiness {
+  ready: boolean;
+  status: string;
+  reason?: string;
+}
