@@ -4,7 +4,7 @@
  * and load never shares an event loop with the harness.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -31,13 +31,33 @@ export function tempDir(prefix: string): string {
  * it never refuses (the limiter still runs on every request, as it does in production).
  */
 export async function startVault(env: Record<string, string> = {}): Promise<VaultProcess> {
-  return spawnVault({
+  const vault = await spawnVault({
     env: {
       VAULT_RATE_LIMIT_MAX: '100000000',
       VAULT_INDEX_KEY: env.VAULT_INDEX_KEY ?? randomBytes(32).toString('base64'),
+      ...(profileDir
+        ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${join(REPO_ROOT, 'bench/cpu-profiler.mjs')}`.trim(), BENCH_CPU_PROF_DIR: profileDir }
+        : {}),
       ...env,
     },
   });
+  if (profileDir) {
+    // The profile is written when the process exits normally; SIGKILL would lose it.
+    const dispose = vault.dispose;
+    vault.dispose = async () => {
+      await vault.stop('SIGTERM');
+      await dispose();
+    };
+  }
+  return vault;
+}
+
+let profileDir: string | undefined;
+
+/** From now on, vault processes write V8 CPU profiles (.cpuprofile) into `dir`. */
+export function profileVaultsInto(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  profileDir = dir;
 }
 
 export interface ManagedProcess {

@@ -1,5 +1,8 @@
 /**
- * `npm run bench [-- --quick] [-- --only <scenario>[,<scenario>...]] [-- --out <file>]`
+ * `npm run bench [-- --quick] [-- --only <scenario>[,<scenario>...]] [-- --out <file>] [-- --cpu-prof <dir>]`
+ *
+ * With --cpu-prof, every vault process writes a V8 CPU profile into <dir> when it stops;
+ * `node --import tsx bench/profile-summary.ts <file.cpuprofile>` lists its hot spots.
  *
  * Runs every scenario group in turn (each on fresh processes and data), prints the table of
  * figures with their baselines, ratios and targets, and writes the same as JSON (default
@@ -9,6 +12,7 @@
 import { resolve } from 'node:path';
 import { LoadGenerator } from './load.js';
 import { closeApiAgent } from './api.js';
+import { profileVaultsInto } from './processes.js';
 import { describeMachine, formatTable, writeReport, type Figure, type RunReport } from './report.js';
 import type { BenchContext, Settings } from './context.js';
 import { ALL_SCENARIOS, GROUPS } from './scenarios/index.js';
@@ -17,10 +21,11 @@ interface Args {
   quick: boolean;
   only?: string[];
   out: string;
+  cpuProf?: string;
 }
 
 function usage(problem: string): never {
-  process.stderr.write(`${problem}\nusage: npm run bench -- [--quick] [--only <scenario>[,<scenario>...]] [--out <file>]\nscenarios: ${ALL_SCENARIOS.join(', ')}\n`);
+  process.stderr.write(`${problem}\nusage: npm run bench -- [--quick] [--only <scenario>[,<scenario>...]] [--out <file>] [--cpu-prof <dir>]\nscenarios: ${ALL_SCENARIOS.join(', ')}\n`);
   process.exit(2);
 }
 
@@ -29,10 +34,11 @@ function parseArgs(argv: string[]): Args {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') args.quick = true;
-    else if (arg === '--only' || arg === '--out') {
+    else if (arg === '--only' || arg === '--out' || arg === '--cpu-prof') {
       const value = argv[++i];
       if (!value) usage(`${arg} needs a value`);
       if (arg === '--out') args.out = resolve(value);
+      else if (arg === '--cpu-prof') args.cpuProf = resolve(value);
       else args.only = [...(args.only ?? []), ...value.split(',').map((s) => s.trim()).filter(Boolean)];
     } else if (arg === '--help' || arg === '-h') usage('');
     else usage(`unknown argument ${arg}`);
@@ -43,6 +49,7 @@ function parseArgs(argv: string[]): Args {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.cpuProf) profileVaultsInto(args.cpuProf);
   const settings: Settings = args.quick ? { connections: 64, durationSec: 1, warmupSec: 0.5 } : { connections: 64, durationSec: 10, warmupSec: 3 };
   const started = Date.now();
   const figures: Figure[] = [];
