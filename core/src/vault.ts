@@ -15,6 +15,8 @@ import { migrateToLatest } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
 import { DefinitionService } from './definitions/service.js';
+import { DataPointService } from './datapoints/service.js';
+import { SearchService } from './search/service.js';
 import { EntityService } from './entities/service.js';
 import { EntityTypeService } from './entitytypes/service.js';
 import { RegulationService } from './regulations/service.js';
@@ -42,6 +44,9 @@ export class Vault {
   readonly tags: TagService;
   readonly regulations: RegulationService;
   readonly definitions: DefinitionService;
+  /** The encrypted data plane: stores, reads, deletes, purges (and the data-key cache). */
+  readonly datapoints: DataPointService;
+  readonly search: SearchService;
   readonly entities: EntityService;
   rules: RulesEngine = noRules;
   activity: ActivityLog = discardActivity;
@@ -63,6 +68,8 @@ export class Vault {
     this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules);
     this.definitions = new DefinitionService(this.db, () => this.rules);
     this.entities = new EntityService(this.db);
+    this.datapoints = new DataPointService(this);
+    this.search = new SearchService(this.db, this.indexKey);
   }
 
   /** Opens the database, migrates it, and makes sure the operator has keys to get in. */

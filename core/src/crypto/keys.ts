@@ -55,6 +55,8 @@ function decodeHeader(header: unknown): string {
 
 export function parsePublicKeyHeader(header: unknown): KeyObject {
   const pem = decodeHeader(header);
+  // Node would derive a public key from a private one; a private key sent for encryption is a client error.
+  if (pem.includes('PRIVATE KEY')) throw badRequest(INVALID_KEY);
   try {
     const key = createPublicKey({ key: pem, format: 'pem' });
     if (key.asymmetricKeyType !== 'rsa') throw new Error('not RSA');

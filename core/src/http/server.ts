@@ -10,6 +10,8 @@ import type { Logger } from 'pino';
 import type { Vault } from '../vault.js';
 import { applicationRoutes } from '../applications/routes.js';
 import { definitionRoutes } from '../definitions/routes.js';
+import { dataPointRoutes } from '../datapoints/routes.js';
+import { searchRoutes } from '../search/routes.js';
 import { entityRoutes } from '../entities/routes.js';
 import { entityTypeRoutes } from '../entitytypes/routes.js';
 import { regulationRoutes } from '../regulations/routes.js';
@@ -77,6 +79,8 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   await app.register(regulationRoutes, { vault });
   await app.register(definitionRoutes, { vault });
   await app.register(entityRoutes, { vault });
+  await app.register(dataPointRoutes, { vault });
+  await app.register(searchRoutes, { vault });
 
   return app;
 }

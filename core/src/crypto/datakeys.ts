@@ -1,0 +1,115 @@
+/**
+ * Per-subject data keys and the in-memory cache that amortises RSA work.
+ *
+ * A subject's values are sealed under data keys wrapped by the vault's public key and kept
+ * in `subject_keys`. Deleting those rows is crypto-shredding: every ciphertext of the
+ * subject, including copies in old backups, becomes unreadable for good.
+ *
+ * The vault cannot unwrap on its own. It holds a data key in memory only when it generated
+ * it (for a store) or when a caller proved it holds the private key (for a read); reads
+ * then cost one RSA decryption per data key, not one per data point.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { badRequest } from '../errors.js';
+import { generateDataKey, unwrapDataKey, wrapDataKey, EnvelopeError } from './envelope.js';
+import { INVALID_KEY, type DecryptionCredential, type RegisteredKey } from './keys.js';
+import { LruMap } from './lru.js';
+
+interface CachedKey {
+  key: Buffer;
+  entityId: string;
+  /** The registered key that wrapped it: only its private half may use the cached copy. */
+  encryptionKeyId: string;
+}
+
+export interface DataKey {
+  id: string;
+  key: Buffer;
+}
+
+const CHUNK = 500;
+
+export class DataKeys {
+  private readonly byId: LruMap<string, CachedKey>;
+  /** Subject → the data key new values of that subject are sealed under. */
+  private readonly current: LruMap<string, string>;
+  /** RSA private-key operations performed: the cost the cache exists to bound. */
+  unwraps = 0;
+
+  constructor(capacity = 10_000) {
+    this.byId = new LruMap(capacity);
+    this.current = new LruMap(capacity);
+  }
+
+  /**
+   * The data key to seal a subject's new values under, inside the store's transaction. A
+   * cached key is reused only while its wrapped row still exists (another process may have
+   * purged the subject) and was wrapped by the key now in use; otherwise a fresh key is
+   * generated and its wrapped copy written in the same transaction.
+   */
+  async forStore(trx: Kysely<Database>, entityId: string, wrapping: RegisteredKey, now: string): Promise<DataKey> {
+    const currentId = this.current.get(entityId);
+    const cached = currentId === undefined ? undefined : this.byId.get(currentId);
+    if (currentId !== undefined && cached && cached.entityId === entityId && cached.encryptionKeyId === wrapping.id) {
+      const row = await trx.selectFrom('subject_keys').select('id').where('id', '=', currentId).where('entity_id', '=', entityId).executeTakeFirst();
+      if (row) return { id: currentId, key: cached.key };
+      this.byId.delete(currentId);
+    }
+    const key = generateDataKey();
+    const id = randomUUID();
+    await trx
+      .insertInto('subject_keys')
+      .values({ id, entity_id: entityId, encryption_key_id: wrapping.id, wrapped_key: wrapDataKey(wrapping.publicKey, key), created_date: now })
+      .execute();
+    // If the transaction rolls back, the row check above discards this entry on next use.
+    this.byId.set(id, { key, entityId, encryptionKeyId: wrapping.id });
+    this.current.set(entityId, id);
+    return { id, key };
+  }
+
+  /**
+   * The data keys with these ids, for a caller holding `credential`. Keys wrapped by
+   * another registered key are 400 (this private key cannot be the right one). Ids whose
+   * row is gone (a subject purged meanwhile) are absent from the answer.
+   */
+  async forRead(db: Kysely<Database>, ids: Iterable<string>, credential: DecryptionCredential): Promise<Map<string, Buffer>> {
+    const out = new Map<string, Buffer>();
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const cached = this.byId.get(id);
+      if (cached && cached.encryptionKeyId === credential.registered.id) out.set(id, cached.key);
+      else missing.push(id);
+    }
+    for (let i = 0; i < missing.length; i += CHUNK) {
+      const rows = await db.selectFrom('subject_keys').selectAll().where('id', 'in', missing.slice(i, i + CHUNK)).execute();
+      for (const row of rows) {
+        if (row.encryption_key_id !== credential.registered.id) throw badRequest(INVALID_KEY);
+        let key: Buffer;
+        try {
+          this.unwraps++;
+          key = unwrapDataKey(credential.privateKey(), Buffer.from(row.wrapped_key));
+        } catch (err) {
+          if (err instanceof EnvelopeError) throw badRequest(INVALID_KEY);
+          throw err;
+        }
+        this.byId.set(row.id, { key, entityId: row.entity_id, encryptionKeyId: row.encryption_key_id });
+        if (this.current.get(row.entity_id) === undefined) this.current.set(row.entity_id, row.id);
+        out.set(row.id, key);
+      }
+    }
+    return out;
+  }
+
+  /** Forgets every key of a purged subject, so not even this process can read its values. */
+  evictEntity(entityId: string): void {
+    this.byId.deleteWhere((cached) => cached.entityId === entityId);
+    this.current.delete(entityId);
+  }
+
+  clear(): void {
+    this.byId.clear();
+    this.current.clear();
+  }
+}

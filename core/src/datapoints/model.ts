@@ -1,0 +1,121 @@
+/**
+ * The data point as every endpoint returns it, and the one function that builds it, so a
+ * point reads the same from a store, a read, `GET /data/{id}` and search (minus `value`).
+ */
+import type { Kysely } from 'kysely';
+import type { Database, DatapointsTable } from '../db/schema.js';
+import { withOffset } from '../util/time.js';
+
+export const SENSITIVITIES = ['NORMAL', 'PERSONAL', 'SENSITIVE', 'CONFIDENTIAL'] as const;
+export type Sensitivity = (typeof SENSITIVITIES)[number];
+export const SENSITIVITY_MESSAGE = `Sensitivity must be one of ${SENSITIVITIES.join(', ')}`;
+
+export function isSensitivity(value: unknown): value is Sensitivity {
+  return typeof value === 'string' && (SENSITIVITIES as readonly string[]).includes(value);
+}
+
+export interface DataPoint {
+  dataPointId: string;
+  entityId: string;
+  /** Same as entityId: the ViziVault Java client reads this name. */
+  subjectId: string;
+  attribute: string;
+  createdDate: string;
+  modifiedDate: string;
+  regulations: string[];
+  tags: string[];
+  sensitivity: string;
+  reportOnly: boolean;
+  structureRootId: string | null;
+  value?: unknown;
+}
+
+/** Everything of a row but the ciphertext, which is loaded only where it is decrypted. */
+export type PointRow = Omit<DatapointsTable, 'ciphertext'>;
+
+export const POINT_COLUMNS = [
+  'id',
+  'entity_id',
+  'attribute',
+  'definition_key',
+  'structure_root_id',
+  'report_only',
+  'sensitivity',
+  'subject_key_id',
+  'blind_index',
+  'country',
+  'subdivision',
+  'city',
+  'expires_at',
+  'auto_delete',
+  'created_date',
+  'modified_date',
+] as const;
+
+const pointProperties = {
+  dataPointId: { type: 'string' },
+  entityId: { type: 'string' },
+  subjectId: { type: 'string' },
+  attribute: { type: 'string' },
+  createdDate: { type: 'string', description: 'ISO 8601 with offset' },
+  modifiedDate: { type: 'string', description: 'ISO 8601 with offset' },
+  regulations: { type: 'array', items: { type: 'string' } },
+  tags: { type: 'array', items: { type: 'string' } },
+  sensitivity: { type: 'string', enum: [...SENSITIVITIES] },
+  reportOnly: { type: 'boolean' },
+  structureRootId: { type: 'string', nullable: true },
+} as const;
+
+export const dataPointSchema = {
+  type: 'object',
+  properties: { ...pointProperties, value: { description: 'Decrypted value, as stored (string, number, boolean or structure)' } },
+} as const;
+
+export const searchResultSchema = { type: 'object', properties: pointProperties } as const;
+
+export interface Labels {
+  tags: Map<string, string[]>;
+  regulations: Map<string, string[]>;
+}
+
+const CHUNK = 500;
+
+/** Tags and regulations of many points in two queries per chunk. */
+export async function loadLabels(db: Kysely<Database>, ids: readonly string[]): Promise<Labels> {
+  const tags = new Map<string, string[]>();
+  const regulations = new Map<string, string[]>();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const chunk = ids.slice(i, i + CHUNK);
+    const [tagRows, regRows] = await Promise.all([
+      db.selectFrom('datapoint_tags').select(['datapoint_id', 'tag']).where('datapoint_id', 'in', chunk).orderBy('tag').execute(),
+      db.selectFrom('datapoint_regulations').select(['datapoint_id', 'regulation']).where('datapoint_id', 'in', chunk).orderBy('regulation').execute(),
+    ]);
+    for (const r of tagRows) push(tags, r.datapoint_id, r.tag);
+    for (const r of regRows) push(regulations, r.datapoint_id, r.regulation);
+  }
+  return { tags, regulations };
+}
+
+function push(map: Map<string, string[]>, key: string, value: string): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+export function toDataPoint(row: PointRow, labels: Labels, value?: { value: unknown }): DataPoint {
+  const point: DataPoint = {
+    dataPointId: row.id,
+    entityId: row.entity_id,
+    subjectId: row.entity_id,
+    attribute: row.attribute,
+    createdDate: withOffset(row.created_date),
+    modifiedDate: withOffset(row.modified_date),
+    regulations: labels.regulations.get(row.id) ?? [],
+    tags: labels.tags.get(row.id) ?? [],
+    sensitivity: row.sensitivity,
+    reportOnly: row.report_only === 1,
+    structureRootId: row.structure_root_id,
+  };
+  if (value) point.value = value.value;
+  return point;
+}
