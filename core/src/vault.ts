@@ -23,7 +23,8 @@ import { RegulationService } from './regulations/service.js';
 import { TagService } from './tags/service.js';
 import { VaultMetrics } from './ops/metrics.js';
 import { noRules, type RulesEngine } from './rules/engine.js';
-import { discardActivity, type ActivityLog } from './activity/log.js';
+import type { ActivityLog } from './activity/log.js';
+import { ChainedActivityLog } from './activity/service.js';
 
 export interface VaultOptions {
   config: VaultConfig;
@@ -49,7 +50,7 @@ export class Vault {
   readonly search: SearchService;
   readonly entities: EntityService;
   rules: RulesEngine = noRules;
-  activity: ActivityLog = discardActivity;
+  activity: ActivityLog = new ChainedActivityLog();
   readonly metrics = new VaultMetrics();
   /** The blind-index secret; it never enters the database. */
   readonly indexKey: Buffer;

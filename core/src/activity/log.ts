@@ -22,9 +22,21 @@ export interface ActivityRecord {
   location?: Location;
   reportOnly: boolean;
   timestamp: string;
+  /**
+   * The application whose API key submitted the record; defaults to `applicationId`. Audit
+   * events name their application in the body, so the two can differ. Event ids are unique
+   * per submitting application.
+   */
+  recordedBy?: string;
+  /** The answer given for an audit event, kept so that a repeated `eventId` gets it again. */
+  summary?: unknown;
 }
 
 export interface ActivityLog {
+  /**
+   * Appends in order. On PostgreSQL this takes the log's transaction lock until commit, so
+   * make it the last write of the transaction: taking other locks after it invites deadlocks.
+   */
   append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void>;
 }
 

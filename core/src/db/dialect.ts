@@ -36,3 +36,11 @@ export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
+
+/**
+ * Serialises the transactions that take the same key until each ends. PostgreSQL needs an
+ * advisory lock for that; SQLite transactions already run one at a time.
+ */
+export async function lockForTransaction(trx: Kysely<any>, key: number): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
+}

@@ -2,6 +2,7 @@
  * Table types for Kysely. Booleans are stored as 0/1 integers and timestamps as ISO 8601
  * UTC text in both dialects, so the domain code never branches on the database.
  */
+import type { ActivityTables } from '../activity/tables.js';
 
 
 export type Flag = 0 | 1;
@@ -156,4 +157,4 @@ export interface RegistryTables {
 }
 
 /** Each module adds its tables here with one intersection member. */
-export type Database = RegistryTables;
+export type Database = RegistryTables & ActivityTables;

@@ -9,6 +9,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from 'pino';
 import type { Vault } from '../vault.js';
 import { applicationRoutes } from '../applications/routes.js';
+import { activityRoutes } from '../activity/routes.js';
+import { auditRoutes } from '../audit/routes.js';
 import { definitionRoutes } from '../definitions/routes.js';
 import { dataPointRoutes } from '../datapoints/routes.js';
 import { searchRoutes } from '../search/routes.js';
@@ -74,6 +76,8 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
 
   await app.register(opsRoutes, { vault });
   await app.register(applicationRoutes, { vault });
+  await app.register(auditRoutes, { vault });
+  await app.register(activityRoutes, { vault });
   await app.register(entityTypeRoutes, { vault });
   await app.register(tagRoutes, { vault });
   await app.register(regulationRoutes, { vault });

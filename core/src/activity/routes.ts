@@ -1,0 +1,90 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { requireAdmin } from '../access/caller.js';
+import { envelope, errors } from '../http/schemas.js';
+import type { Vault } from '../vault.js';
+import { ActivityService, type ActivityQuery } from './service.js';
+
+/** Text that both databases store as sent: no NUL, no unpaired surrogate. */
+export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
+const text = (maxLength: number) => ({ type: 'string', maxLength, pattern: TEXT_PATTERN }) as const;
+
+const eventTypeEnum = ['READ', 'STORE', 'UPDATE', 'DELETE'] as const;
+
+const query = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    subjectId: text(512),
+    dataPointId: text(512),
+    attribute: text(256),
+    eventType: { type: 'string', enum: eventTypeEnum },
+    applicationId: text(512),
+    applicationUser: text(1024),
+    from: { type: 'string', maxLength: 64, description: 'ISO 8601; records whose event time is at or after it' },
+    to: { type: 'string', maxLength: 64, description: 'ISO 8601; records whose event time is at or before it' },
+    page: { type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 },
+    count: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+  },
+} as const;
+
+const optionalText = { type: 'string' } as const;
+
+export const activityEntrySchema = {
+  type: 'object',
+  properties: {
+    sequence: { type: 'integer' },
+    eventId: { type: 'string' },
+    eventType: { type: 'string', enum: eventTypeEnum },
+    subjectId: optionalText,
+    dataPointId: optionalText,
+    attribute: optionalText,
+    applicationId: { type: 'string' },
+    applicationUser: optionalText,
+    dataStoreName: optionalText,
+    dataStoreServer: optionalText,
+    dataStoreEntityName: optionalText,
+    location: { type: 'object', properties: { country: optionalText, subdivision: optionalText, city: optionalText } },
+    reportOnly: { type: 'boolean' },
+    timestamp: { type: 'string', description: 'When the event happened' },
+    recordedDate: { type: 'string', description: 'When the vault recorded it' },
+    recordedBy: { type: 'string', description: 'Id of the application whose API key submitted it' },
+    hash: { type: 'string', description: 'SHA-256 over the previous record’s hash and this record' },
+  },
+} as const;
+
+const verifySchema = envelope({
+  type: 'object',
+  properties: {
+    valid: { type: 'boolean' },
+    records: { type: 'integer' },
+    firstBrokenSequence: { type: 'integer' },
+    firstBrokenEventId: { type: 'string' },
+    lastHash: { type: 'string' },
+  },
+});
+
+/** The log names subjects and what was done with their data: admins only. */
+export const activityRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
+  const tags = ['activity'];
+  const service = new ActivityService(vault.db);
+  app.addHook('preHandler', async (request) => requireAdmin(request.caller));
+
+  app.get<{ Querystring: ActivityQuery }>(
+    '/activity',
+    {
+      schema: {
+        tags,
+        summary: 'List activity records, oldest first',
+        querystring: query,
+        response: { 200: envelope({ type: 'array', items: activityEntrySchema }), ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => ({ data: await service.list(request.query) }),
+  );
+
+  app.get(
+    '/activity/verify',
+    { schema: { tags, summary: 'Recompute the activity hash chain', response: { 200: verifySchema, ...errors(401, 403) } } },
+    async () => ({ data: await service.verify() }),
+  );
+};

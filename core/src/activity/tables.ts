@@ -1,0 +1,36 @@
+/** Table types of the activity log, joined into the `Database` type in `db/schema.ts`. */
+import type { Flag } from '../db/schema.js';
+
+export interface ActivityLogTable {
+  /** 1, 2, 3, … without gaps: the order of the hash chain. */
+  sequence: number;
+  event_id: string;
+  /** The application whose API key submitted the record. */
+  recorded_by: string;
+  event_type: string;
+  subject_id: string | null;
+  data_point_id: string | null;
+  attribute: string | null;
+  /** As the event names it (audit events carry their own); otherwise the caller. */
+  application_id: string;
+  application_user: string | null;
+  data_store_name: string | null;
+  data_store_server: string | null;
+  data_store_entity_name: string | null;
+  country: string | null;
+  subdivision: string | null;
+  city: string | null;
+  report_only: Flag;
+  /** When the event happened (ISO 8601 UTC). */
+  event_time: string;
+  /** When the vault recorded it. */
+  recorded_date: string;
+  /** JSON of the answer given to an audit event, for repeated event ids. */
+  summary: string | null;
+  /** SHA-256 (hex) over the previous record's hash and this record's fields. */
+  hash: string;
+}
+
+export interface ActivityTables {
+  activity_log: ActivityLogTable;
+}
