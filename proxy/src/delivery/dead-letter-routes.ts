@@ -11,6 +11,9 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deadLetters: Dead
   const timeoutMs = 5000;
   const unavailable = (reply: FastifyReply) =>
     reply.code(503).send({ statusCode: 503, error: 'Service Unavailable', message: 'Redis is not reachable' });
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url.startsWith('/deadletters') && !deadLetters.available) return unavailable(reply);
+  });
 
   app.get<{ Querystring: { offset?: string; limit?: string } }>('/deadletters', async (request, reply) => {
     const offset = parseCount(request.query.offset, 0);

@@ -40,12 +40,17 @@ export class DeadLetterQueue implements DeadLetterSink {
   readonly queue: Queue<DeadLetterData>;
 
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     options: { queue: string; prefix: string },
     private readonly producer: EventProducer,
   ) {
     this.queue = new Queue<DeadLetterData>(deadLetterQueueName(options.queue), { connection: redis, prefix: options.prefix });
     this.queue.on('error', () => {});
+  }
+
+  /** False while the connection is down; the HTTP API answers 503 at once instead of waiting. */
+  get available(): boolean {
+    return this.redis.status === 'ready';
   }
 
   async add(entries: DeadLetterEntry[]): Promise<void> {
