@@ -1,0 +1,275 @@
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { request } from 'undici';
+import type { SidecarHandle } from '../index.js';
+import type { StampedEvent } from '../ingest/event.js';
+import { FakeVault } from '../testing/fake-vault.js';
+import { cleanupRedis, freePort, metricValue, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+
+/**
+ * The reverse proxy in front of a small users service, with the example routes file that the
+ * README documents. Events go through Redis to the fake vault as in ingest mode.
+ */
+
+const routesFile = fileURLToPath(new URL('./fixtures/routes.example.json', import.meta.url));
+const chunk = 64 * 1024;
+const bigSize = 32 * 1024 * 1024;
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  rawHeaders: string[];
+  body: Buffer;
+}
+
+class Upstream {
+  server!: Server;
+  seen: Seen[] = [];
+  streamedIn = 0;
+  upload: { bytes: number; sha256: string } | undefined;
+  private openGate: (() => void) | undefined;
+  private nextId = 1;
+
+  async start(): Promise<string> {
+    this.server = createServer(async (req, res) => {
+      const url = req.url!;
+      if (url === '/stream-up') {
+        const hash = createHash('sha256');
+        this.streamedIn = 0;
+        for await (const part of req) {
+          this.streamedIn += (part as Buffer).length;
+          hash.update(part as Buffer);
+        }
+        this.upload = { bytes: this.streamedIn, sha256: hash.digest('hex') };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify(this.upload));
+      }
+      if (url === '/stream-down') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        res.write(Buffer.alloc(chunk, 1));
+        // The rest only once the client has the first chunk: a buffering proxy would deadlock.
+        await new Promise<void>((resolve) => (this.openGate = resolve));
+        for (let sent = chunk; sent < bigSize; sent += chunk) {
+          if (!res.write(Buffer.alloc(chunk, sent / chunk))) await new Promise((r) => res.once('drain', r));
+        }
+        return res.end();
+      }
+      const parts: Buffer[] = [];
+      for await (const part of req) parts.push(part as Buffer);
+      const body = Buffer.concat(parts);
+      this.seen.push({ method: req.method!, url, headers: req.headers, rawHeaders: req.rawHeaders, body });
+      const json = (status: number, value: unknown, headers: Record<string, string | string[]> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(value));
+      };
+      const user = /^\/users\/([^/?]+)$/.exec(url);
+      if (req.method === 'POST' && url === '/users') {
+        return json(201, { id: `u-${this.nextId++}`, ...JSON.parse(body.toString()) }, { 'x-upstream': 'users', 'set-cookie': ['a=1', 'b=2'] });
+      }
+      if (req.method === 'GET' && user) {
+        if (user[1] === 'missing') return json(404, { error: 'no such user' });
+        return json(200, { id: user[1], email: `${user[1]}@example.test`, phone: '+49 30 1234' }, { etag: '"v1"' });
+      }
+      if ((req.method === 'PUT' || req.method === 'PATCH') && user) return json(200, { ok: true });
+      if (req.method === 'DELETE' && user) {
+        res.writeHead(204);
+        return res.end();
+      }
+      // Everything else echoes what arrived.
+      return json(299, { method: req.method, url, length: body.length }, { 'x-echo': 'yes' });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  releaseDownload(): void {
+    this.openGate?.();
+  }
+
+  async stop(): Promise<void> {
+    this.releaseDownload();
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+let upstream: Upstream;
+let vault: FakeVault;
+let sidecar: SidecarHandle;
+let proxy: string;
+const prefix = uniquePrefix('proxy');
+
+test.before(async () => {
+  upstream = new Upstream();
+  const upstreamUrl = await upstream.start();
+  vault = new FakeVault();
+  await vault.start();
+  sidecar = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix, upstream: upstreamUrl, routesFile, proxyBodyLimit: 4096, batchMs: 10,
+  });
+  proxy = sidecar.proxyUrl!;
+});
+
+test.after.always(async () => {
+  await sidecar?.close();
+  await upstream?.stop();
+  await vault?.stop();
+  await cleanupRedis(prefix);
+});
+
+function eventsFor(predicate: (e: StampedEvent) => boolean): StampedEvent[] {
+  return vault.records.filter(predicate);
+}
+
+test.serial('a matched STORE is forwarded unchanged and yields one event per attribute', async (t) => {
+  const body = JSON.stringify({ email: 'new@example.test', phone: '+1 555' });
+  const res = await request(`${proxy}/users`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-custom': 'kept', 'x-user': 'clerk', connection: 'keep-alive' },
+    body,
+  });
+  const answer = await res.body.text();
+  t.is(res.statusCode, 201);
+  t.is(res.headers['x-upstream'], 'users');
+  t.deepEqual(res.headers['set-cookie'], ['a=1', 'b=2']);
+  t.deepEqual(JSON.parse(answer), { id: 'u-1', email: 'new@example.test', phone: '+1 555' });
+
+  const seen = upstream.seen.at(-1)!;
+  t.is(seen.method, 'POST');
+  t.is(seen.url, '/users');
+  t.is(seen.body.toString(), body, 'request body byte for byte');
+  t.is(seen.headers['x-custom'], 'kept');
+  t.is(seen.headers['content-type'], 'application/json');
+  t.is(seen.headers['x-forwarded-for'], '127.0.0.1');
+
+  const stores = await waitFor(() => {
+    const found = eventsFor((e) => e.eventType === 'STORE' && e.subjectId === 'u-1');
+    return found.length === 2 ? found : undefined;
+  }, { message: 'two STORE events' });
+  t.like(stores[0], {
+    applicationId: 'crm', dataPointId: 'crm/u-1/email', dataStoreName: 'crm-db', dataStoreEntityName: 'users',
+    data: { attribute: 'email', value: 'new@example.test', regulations: ['GDPR'], reportOnly: true },
+  });
+  t.like(stores[1], { dataPointId: 'crm/u-1/phone', data: { attribute: 'phone', value: '+1 555' } });
+  t.truthy(stores[0].eventId);
+  t.truthy(stores[0].timestamp);
+});
+
+test.serial('a matched READ reports without values, with the user from a header; non-2xx yields nothing', async (t) => {
+  const missing = await request(`${proxy}/users/missing`, { headers: { 'x-user': 'clerk' } });
+  t.is(missing.statusCode, 404);
+  t.deepEqual(await missing.body.json(), { error: 'no such user' });
+
+  const res = await request(`${proxy}/users/u-1`, { headers: { 'x-user': 'clerk' } });
+  t.is(res.statusCode, 200);
+  t.is(res.headers.etag, '"v1"');
+  t.deepEqual(await res.body.json(), { id: 'u-1', email: 'u-1@example.test', phone: '+49 30 1234' });
+  const reads = await waitFor(() => {
+    const found = eventsFor((e) => e.eventType === 'READ');
+    return found.length === 2 ? found : undefined;
+  }, { message: 'two READ events' });
+  t.deepEqual(reads.map((e) => [e.subjectId, e.dataPointId, e.applicationUser, e.data]), [
+    ['u-1', 'crm/u-1/email', 'clerk', { attribute: 'email' }],
+    ['u-1', 'crm/u-1/phone', 'clerk', { attribute: 'phone' }],
+  ]);
+
+  const del = await request(`${proxy}/users/u-1`, { method: 'DELETE' });
+  t.is(del.statusCode, 204);
+  await del.body.dump();
+  await waitFor(() => eventsFor((e) => e.eventType === 'DELETE').length === 2, { message: 'DELETE events' });
+  t.deepEqual(eventsFor((e) => e.subjectId === 'missing'), [], 'the 404 produced no event');
+});
+
+test.serial('unmatched traffic passes through untouched and produces no events', async (t) => {
+  const before = vault.records.length;
+  const res = await request(`${proxy}/reports/7?format=csv&x=%20y`, {
+    method: 'PATCH',
+    headers: [['x-multi', 'one'], ['x-multi', 'two'], ['content-type', 'text/plain'], ['authorization', 'Bearer app-token']].flat(),
+    body: 'plain text body',
+  });
+  t.is(res.statusCode, 299);
+  t.is(res.headers['x-echo'], 'yes');
+  t.deepEqual(await res.body.json(), { method: 'PATCH', url: '/reports/7?format=csv&x=%20y', length: 15 });
+  const seen = upstream.seen.at(-1)!;
+  t.is(seen.body.toString(), 'plain text body');
+  t.is(seen.headers.authorization, 'Bearer app-token');
+  t.deepEqual(seen.rawHeaders.filter((_, i, all) => i % 2 === 1 && all[i - 1].toLowerCase() === 'x-multi'), ['one', 'two'], 'repeated headers kept in order');
+  t.true((await metricValue(sidecar.url, 'sidecar_proxy_requests_total')) >= 1);
+  // Drain the pipeline with a matched request, then check nothing came from the unmatched one.
+  await (await request(`${proxy}/users/u-9`)).body.dump();
+  await waitFor(() => eventsFor((e) => e.subjectId === 'u-9').length === 2, { message: 'marker events' });
+  t.is(vault.records.length, before + 2);
+});
+
+test.serial('a matched request whose body is over the limit is still forwarded, just not reported', async (t) => {
+  const big = JSON.stringify({ email: 'x'.repeat(10_000) });
+  const res = await request(`${proxy}/users/u-1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: big });
+  t.is(res.statusCode, 200);
+  await res.body.dump();
+  t.is(upstream.seen.at(-1)!.body.toString(), big);
+  await waitFor(async () => (await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total')) >= 1, { message: 'loss counted' });
+  t.deepEqual(eventsFor((e) => e.eventType === 'UPDATE'), []);
+
+  const small = await request(`${proxy}/users/u-1`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"email":"s@example.test"}' });
+  await small.body.dump();
+  const [update] = await waitFor(() => {
+    const found = eventsFor((e) => e.eventType === 'UPDATE');
+    return found.length === 1 ? found : undefined;
+  }, { message: 'UPDATE event' });
+  t.like(update, { subjectId: 'u-1', data: { attribute: 'email', value: 's@example.test' } });
+});
+
+test.serial('large unmatched bodies stream in both directions', async (t) => {
+  // Upload: the upstream must see bytes before the client has finished sending.
+  const body = new PassThrough();
+  const expected = createHash('sha256');
+  const uploading = request(`${proxy}/stream-up`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body });
+  const first = Buffer.alloc(chunk, 7);
+  body.write(first);
+  expected.update(first);
+  await waitFor(() => upstream.streamedIn > 0, { message: 'upstream receiving before the upload ended' });
+  for (let sent = chunk; sent < bigSize; sent += chunk) {
+    const part = Buffer.alloc(chunk, sent / chunk);
+    expected.update(part);
+    if (!body.write(part)) await new Promise((r) => body.once('drain', r));
+  }
+  body.end();
+  const res = await uploading;
+  t.is(res.statusCode, 200);
+  t.deepEqual(await res.body.json(), { bytes: bigSize, sha256: expected.digest('hex') });
+
+  // Download: the client must get bytes before the upstream has finished sending.
+  const download = await request(`${proxy}/stream-down`);
+  t.is(download.statusCode, 200);
+  const received = createHash('sha256');
+  const sent = createHash('sha256');
+  let bytes = 0;
+  for await (const part of download.body) {
+    if (bytes === 0) upstream.releaseDownload();
+    bytes += (part as Buffer).length;
+    received.update(part as Buffer);
+  }
+  sent.update(Buffer.alloc(chunk, 1));
+  for (let n = chunk; n < bigSize; n += chunk) sent.update(Buffer.alloc(chunk, n / chunk));
+  t.is(bytes, bigSize);
+  t.is(received.digest('hex'), sent.digest('hex'));
+});
+
+test('an unreachable upstream is a 502', async (t) => {
+  const prefix2 = uniquePrefix('proxy-502');
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: `http://127.0.0.1:${await freePort()}`, routesFile,
+  });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+  });
+  const res = await request(`${other.proxyUrl}/users/1`);
+  t.is(res.statusCode, 502);
+  t.like(await res.body.json(), { statusCode: 502, error: 'Bad Gateway' });
+});
