@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { StampedEvent } from '../ingest/event.js';
 import type { SidecarMetrics } from '../metrics.js';
-import { abortable, backoffDelay, sleep } from './backoff.js';
+import { AbortedError, abortable, backoffDelay, sleep } from './backoff.js';
 import type { SendResult, VaultErrorBody, VaultSender } from './vault-client.js';
 
 export interface DeadLetterReason {
@@ -52,7 +52,10 @@ export class Deliverer {
     private readonly log: Logger,
   ) {}
 
-  /** Resolves once every event is either recorded by the vault or dead-lettered. */
+  /**
+   * Resolves once every event is either recorded by the vault or dead-lettered; rejects with
+   * AbortedError, leaving the rest undelivered, when the signal fires first.
+   */
   async deliver(events: StampedEvent[], signal: AbortSignal): Promise<DeliveryOutcome> {
     const stopTimer = this.metrics.batchLatency.startTimer();
     this.metrics.batchSize.observe(events.length);
@@ -124,9 +127,15 @@ export class Deliverer {
   private async sendWithRetries(piece: StampedEvent[], signal: AbortSignal, outcome: DeliveryOutcome): Promise<Final> {
     const { maxRetries, retryBaseMs, retryMaxMs } = this.options;
     for (let attempt = 1; ; attempt++) {
-      signal.throwIfAborted();
+      if (signal.aborted) throw new AbortedError();
       const stop = this.metrics.vaultRequests.startTimer();
-      const result = await this.vault.send(piece, signal);
+      let result: SendResult;
+      try {
+        result = await this.vault.send(piece, signal);
+      } catch (err) {
+        if (signal.aborted) throw new AbortedError();
+        throw err;
+      }
       outcome.requests++;
       stop({ outcome: result.kind === 'retry' ? result.reason : result.kind });
       if (result.kind !== 'retry') return result;
@@ -144,12 +153,12 @@ export class Deliverer {
   /** The job holding these events is only completed after this resolves, so it must not give up. */
   private async deadLetter(entries: DeadLetterEntry[], signal: AbortSignal, outcome: DeliveryOutcome): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      signal.throwIfAborted();
+      if (signal.aborted) throw new AbortedError();
       try {
         await abortable(this.deadLetters.add(entries), signal);
         break;
       } catch (err) {
-        if (signal.aborted) throw err;
+        if (signal.aborted) throw new AbortedError();
         this.log.error({ err: (err as Error).message, attempt }, 'could not store dead letters; retrying');
         await sleep(backoffDelay(attempt, this.options.retryBaseMs, this.options.retryMaxMs), signal);
       }
