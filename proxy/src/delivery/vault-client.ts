@@ -29,12 +29,17 @@ export interface VaultClientOptions {
   timeoutMs: number;
 }
 
+/** Throttling and timeouts: nothing is wrong with the batch, send it again later. */
+const retryable4xx = new Set([408, 425, 429]);
+
 /**
- * Answers that say nothing about the events themselves: a wrong key, a vault without the bulk
- * endpoint yet, throttling. Dead-lettering on those would empty the queue into the dead-letter
- * queue because of a configuration slip, so they are retried like a vault outage.
+ * Without an `index`, these answers say nothing about the events themselves: a wrong key, a
+ * vault without the bulk endpoint yet. Dead-lettering on them would empty the queue into the
+ * dead-letter queue because of a configuration slip, so they are retried like an outage. With
+ * an `index` they are about one event (a READ of an unknown data point is a 404, an attribute
+ * the key may not touch a 403) and that event is dead-lettered.
  */
-const retryable4xx = new Set([401, 403, 404, 405, 408, 421, 425, 429]);
+const configurationErrors = new Set([401, 403, 404, 405, 421]);
 
 export class VaultClient implements VaultSender {
   private readonly pool: Pool;
@@ -78,7 +83,7 @@ export class VaultClient implements VaultSender {
       return { kind: 'ok', status, summaries: parseJson(text) };
     }
     const retryAfterMs = parseRetryAfter(retryAfter);
-    if (status >= 500 || retryable4xx.has(status)) {
+    if (status >= 500 || status < 400 || retryable4xx.has(status)) {
       return { kind: 'retry', reason: `http ${status}`, status, retryAfterMs };
     }
     const parsed = parseJson(text);
@@ -86,12 +91,14 @@ export class VaultClient implements VaultSender {
       parsed && typeof parsed === 'object' && !Array.isArray(parsed)
         ? (parsed as VaultErrorBody)
         : { statusCode: status, message: text.slice(0, 1000) };
-    if (status === 413) return { kind: 'too-large', status, body };
     const index =
       Number.isInteger(body.index) && (body.index as number) >= 0 && (body.index as number) < events.length
         ? (body.index as number)
         : undefined;
-    return { kind: 'rejected', status, body, index };
+    if (index !== undefined) return { kind: 'rejected', status, body, index };
+    if (configurationErrors.has(status)) return { kind: 'retry', reason: `http ${status}`, status, retryAfterMs };
+    if (status === 413) return { kind: 'too-large', status, body };
+    return { kind: 'rejected', status, body, index: undefined };
   }
 
   async close(): Promise<void> {
