@@ -24,6 +24,8 @@ export type Fate = 'forward' | 'reset' | 'drop-answer';
 export interface RecordingProxy {
   url: string;
   requests: Recorded[];
+  /** TCP connections accepted so far. */
+  connections: number;
   /** Decides each request's fate; default forward. */
   fate: (req: Recorded, n: number) => Fate;
   close(): Promise<void>;
@@ -33,6 +35,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   const proxy: RecordingProxy = {
     url: '',
     requests: [],
+    connections: 0,
     fate: () => 'forward',
     close: async () => {},
   };
@@ -72,6 +75,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       req.socket.destroy();
     }
   });
+  server.on('connection', () => proxy.connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   proxy.close = () =>

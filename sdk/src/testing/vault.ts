@@ -9,6 +9,7 @@ import { VaultClient, type VaultClientOptions } from '../client.js';
 import { VaultApiError } from '../errors.js';
 
 export interface SdkTestVault {
+  /** The running process (tests that restart it put the new one here). */
   proc: VaultProcess;
   /** The key pair the vault holds (header values). */
   keys: { publicKey: string; privateKey: string };
@@ -37,7 +38,7 @@ export async function startSdkVault(options: StartOptions = {}): Promise<SdkTest
     return c;
   };
   const admin = client();
-  return {
+  const self: SdkTestVault = {
     proc,
     keys,
     admin,
@@ -48,9 +49,12 @@ export async function startSdkVault(options: StartOptions = {}): Promise<SdkTest
     },
     async dispose() {
       await Promise.allSettled(clients.map((c) => c.close()));
+      // A test may have restarted the vault: stop the current process, then remove the data.
+      await self.proc.stop('SIGKILL');
       await proc.dispose();
     },
   };
+  return self;
 }
 
 /** Asserts the promise fails with a VaultApiError of exactly this status and message. */

@@ -1,0 +1,224 @@
+/**
+ * What the client does when the network misbehaves: which requests are retried (idempotent
+ * ones, on connection errors only), timeouts, keep-alive, cancellation, a vault restart,
+ * and the licence answers of a vault with a restricted licence.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import { VaultClient } from './client.js';
+import { VaultNetworkError } from './errors.js';
+import { freePort } from '../../core/src/testing/process.js';
+import { startRecordingProxy, type RecordingProxy } from './testing/proxy.js';
+import { apiError, startSdkVault, unique, type SdkTestVault } from './testing/vault.js';
+
+let v: SdkTestVault;
+test.before(async () => {
+  v = await startSdkVault({ env: { VAULT_LICENSE_MAX_CUSTOM_REGULATIONS: '1', VAULT_LICENSE_CUSTOM_RULES: 'false' } });
+  await v.admin.definitions.save({ key: 'NOTE', repeatable: true });
+});
+test.after.always(async () => {
+  await v?.dispose();
+});
+
+const fast = { retries: 3, minDelayMs: 5, maxDelayMs: 20 };
+
+async function proxied(t: { teardown(fn: () => unknown): void }): Promise<{ proxy: RecordingProxy; client: VaultClient }> {
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  const client = v.client({ url: proxy.url, retry: fast });
+  return { proxy, client };
+}
+
+/** A server that takes requests and answers them however `handler` says (or never). */
+async function rawServer(t: { teardown(fn: () => unknown): void }, handler: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server; hits: () => number }> {
+  let hits = 0;
+  const server = createServer((req, res) => {
+    hits++;
+    handler!(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, hits: () => hits };
+}
+
+test('connection refused: a VaultNetworkError, after retries for an idempotent request and at once otherwise', async (t) => {
+  const port = await freePort();
+  const c = new VaultClient({ url: `http://127.0.0.1:${port}`, apiKey: 'k'.repeat(20), encryptionKey: v.keys.publicKey, retry: fast });
+  t.teardown(() => c.close());
+  const read = await t.throwsAsync(c.tags.list(), { instanceOf: VaultNetworkError });
+  t.is(read?.code, 'ECONNREFUSED');
+  t.is(read?.attempts, 4);
+  t.is(read?.method, 'GET');
+  t.is(read?.path, '/tags');
+  t.false(read!.message.includes('k'.repeat(20)), 'no credentials in the message');
+  const store = await t.throwsAsync(c.dataSubjects.storeAttributes('s', [{ attribute: 'NOTE', value: 'x' }]), { instanceOf: VaultNetworkError });
+  t.is(store?.attempts, 1);
+});
+
+test('reset connections: idempotent reads, deletes and upserts are retried until they get through', async (t) => {
+  const { proxy, client } = await proxied(t);
+  const tag = unique('tag');
+  proxy.fate = (_r, n) => (n <= 2 ? 'reset' : 'forward');
+  t.is((await client.tags.save(tag)).name, tag);
+  t.is(proxy.requests.length, 3);
+
+  proxy.requests.length = 0;
+  proxy.fate = (_r, n) => (n === 1 ? 'drop-answer' : 'forward');
+  t.is((await client.tags.get(tag)).name, tag);
+  t.is(proxy.requests.length, 2);
+
+  proxy.requests.length = 0;
+  proxy.fate = (_r, n) => (n === 1 ? 'reset' : 'forward');
+  t.is(await client.tags.delete(tag), 'Successfully Deleted Tag');
+  t.is(proxy.requests.length, 2);
+
+  // The entity upsert: sent again after its answer was lost, it leaves one entity as asked.
+  proxy.requests.length = 0;
+  proxy.fate = (_r, n) => (n === 1 ? 'drop-answer' : 'forward');
+  const id = unique('ent');
+  t.like(await client.entities.save({ id, tags: ['a'] }), { id, tags: ['a'] });
+  t.is(proxy.requests.length, 2);
+});
+
+test('lost answers: stores and other non-idempotent requests are not sent again', async (t) => {
+  const { proxy, client } = await proxied(t);
+  proxy.fate = () => 'drop-answer';
+  const subject = unique('subj');
+
+  const store = await t.throwsAsync(client.dataSubjects.storeAttributes(subject, [{ attribute: 'NOTE', value: 'once' }]), { instanceOf: VaultNetworkError });
+  t.is(store?.attempts, 1);
+  t.is(proxy.requests.length, 1);
+  // It did land: resending on the caller's behalf would have stored the repeatable value twice.
+  t.is((await v.admin.dataSubjects.getAttribute(subject, 'NOTE')).length, 1);
+
+  proxy.requests.length = 0;
+  await t.throwsAsync(client.applications.create({ name: unique('app') }), { instanceOf: VaultNetworkError });
+  await t.throwsAsync(client.audit.log({ eventType: 'STORE', subjectId: subject, data: { attribute: 'NOTE' }, applicationId: 'x' }), { instanceOf: VaultNetworkError });
+  await t.throwsAsync(client.rules.save({ key: unique('r'), type: 'data', constraint: { type: 'attribute', operator: 'any', attributes: ['NOTE'] }, action: { type: 'alert', alertLevel: 'NORMAL', message: 'm' } }), {
+    instanceOf: VaultNetworkError,
+  });
+  t.is(proxy.requests.length, 3);
+});
+
+test('vault errors are never retried, 5xx included', async (t) => {
+  const { url, hits } = await rawServer(t, (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '7' });
+    res.end(JSON.stringify({ statusCode: 503, error: 'Service Unavailable', message: 'draining' }));
+  });
+  const c = new VaultClient({ url, apiKey: 'k'.repeat(20), retry: fast });
+  t.teardown(() => c.close());
+  const err = await apiError(t, c.tags.list(), 503, 'draining');
+  t.is(err.retryAfter, 7);
+  t.is(hits(), 1);
+});
+
+test('an error answer that is not JSON still becomes a VaultApiError', async (t) => {
+  const { url } = await rawServer(t, (_req, res) => {
+    res.writeHead(502, { 'content-type': 'text/html' });
+    res.end('<html>bad gateway</html>');
+  });
+  const c = new VaultClient({ url, apiKey: 'k'.repeat(20), retry: false });
+  t.teardown(() => c.close());
+  const err = await apiError(t, c.tags.list(), 502, 'Bad Gateway');
+  t.is(err.body, '<html>bad gateway</html>');
+});
+
+test('headersTimeout and bodyTimeout end a stalled request with a network error', async (t) => {
+  const silent = await rawServer(t, () => {});
+  const c1 = new VaultClient({ url: silent.url, apiKey: 'k'.repeat(20), headersTimeout: 150, retry: { retries: 1, minDelayMs: 5, maxDelayMs: 5 } });
+  t.teardown(() => c1.close());
+  const started = Date.now();
+  const headers = await t.throwsAsync(c1.tags.list(), { instanceOf: VaultNetworkError });
+  t.is(headers?.code, 'UND_ERR_HEADERS_TIMEOUT');
+  t.is(headers?.attempts, 2);
+  t.is(silent.hits(), 2);
+  t.true(Date.now() - started < 5_000);
+  const once = await t.throwsAsync(c1.applications.create({ name: 'x' }), { instanceOf: VaultNetworkError });
+  t.is(once?.attempts, 1);
+
+  const stalled = await rawServer(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"data":');
+  });
+  const c2 = new VaultClient({ url: stalled.url, apiKey: 'k'.repeat(20), bodyTimeout: 150, retry: false });
+  t.teardown(() => c2.close());
+  const body = await t.throwsAsync(c2.tags.list(), { instanceOf: VaultNetworkError });
+  t.is(body?.code, 'UND_ERR_BODY_TIMEOUT');
+});
+
+test('an aborted request rejects with the abort, and is not retried', async (t) => {
+  const silent = await rawServer(t, () => {});
+  const c = new VaultClient({ url: silent.url, apiKey: 'k'.repeat(20), retry: fast });
+  t.teardown(() => c.close());
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 50);
+  const err = await t.throwsAsync(c.tags.list({ signal: controller.signal }), { any: true });
+  t.false(err instanceof VaultNetworkError);
+  t.is((err as { name?: string }).name, 'AbortError');
+  t.is(silent.hits(), 1);
+});
+
+test('keep-alive: requests share a connection; keepAlive false opens one per request', async (t) => {
+  const { proxy, client } = await proxied(t);
+  for (let i = 0; i < 20; i++) await client.health();
+  // undici's pool may open a second socket while the first is still settling; never one per request.
+  t.true(proxy.connections <= 2, `${proxy.connections} connections`);
+
+  const proxy2 = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy2.close());
+  const noKeepAlive = v.client({ url: proxy2.url, keepAlive: false });
+  for (let i = 0; i < 5; i++) await noKeepAlive.health();
+  t.is(proxy2.connections, 5);
+});
+
+test('connections: concurrent requests spread over at most `connections` sockets', async (t) => {
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  const c = v.client({ url: proxy.url, connections: 3 });
+  await Promise.all(Array.from({ length: 30 }, () => c.tags.list()));
+  t.true(proxy.connections <= 3);
+  t.true(proxy.connections >= 2);
+});
+
+test('a base URL path prefix is kept', async (t) => {
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  const c = v.client({ url: `${proxy.url}/vault/` });
+  await apiError(t, c.tags.list(), 404, 'Not Found');
+  t.is(proxy.requests[0].path, '/vault/tags');
+});
+
+test('licence: 402 for custom regulations past the limit, and for custom rules', async (t) => {
+  t.is(await v.admin.regulations.save({ key: unique('REG') }), 'Regulation created');
+  await apiError(t, v.admin.regulations.save({ key: unique('REG') }), 402, 'Your current subscription is limited to 1 custom regulations');
+  await apiError(
+    t,
+    v.admin.rules.save({ key: unique('rule'), type: 'data', constraint: { type: 'attribute', operator: 'any', attributes: ['NOTE'] }, action: { type: 'alert', alertLevel: 'NORMAL', message: 'm' } }),
+    402,
+    'Your current subscription does not support custom rules',
+  );
+});
+
+test.serial('a vault restart: requests fail as network errors while it is down and work again with the same client', async (t) => {
+  const c = v.client({ retry: { retries: 2, minDelayMs: 10, maxDelayMs: 20 } });
+  t.deepEqual(await c.health(), { status: 'ok' });
+  await v.proc.stop('SIGKILL');
+  const err = await t.throwsAsync(c.tags.list(), { instanceOf: VaultNetworkError });
+  t.true(['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET'].includes(err!.code));
+  v.proc = await v.proc.restart();
+  t.deepEqual(await c.health(), { status: 'ok' });
+  t.true(Array.isArray(await c.tags.list()));
+});
+
+test('closing: a closed client refuses further requests', async (t) => {
+  const c = v.client();
+  await c.close();
+  await t.throwsAsync(c.health(), { message: 'The vault client is closed' });
+});
