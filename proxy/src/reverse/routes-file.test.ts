@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -88,4 +88,10 @@ test('unreadable and non-JSON files fail with the file name', (t) => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the README shows this very routes file', (t) => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const fixture = readFileSync(example, 'utf8').trim();
+  t.true(readme.includes('```json\n' + fixture + '\n```'), 'README routes example differs from fixtures/routes.example.json');
 });
