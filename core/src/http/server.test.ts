@@ -68,3 +68,24 @@ test('key headers and API keys never reach the log', async (t) => {
   t.false(all.includes(v.keys.privateKey.slice(0, 64)));
   t.false(all.includes(v.keys.publicKey.slice(0, 64)));
 });
+
+test('NUL characters are refused in bodies and paths, before any database sees them', async (t) => {
+  const body = await v.request('POST', '/entitytypes', { body: { key: 'nul_type', name: 'a\u0000b' } });
+  t.is(body.status, 400);
+  t.is(body.body.message, 'Strings may not contain NUL characters');
+  const path = await v.request('GET', '/entitytypes/a%00b');
+  t.is(path.status, 400);
+  t.is((await v.request('GET', '/entitytypes/nul_type')).status, 404);
+});
+
+test('an empty body with a JSON content type is no body, as clients send on DELETE', async (t) => {
+  await v.request('POST', '/entitytypes', { body: { key: 'empty_body_type' } });
+  const res = await v.request('DELETE', '/entitytypes/empty_body_type', { payload: '', headers: { 'content-type': 'application/json' } });
+  t.is(res.status, 200);
+});
+
+test('prototype-poisoning keys are refused', async (t) => {
+  const res = await v.request('POST', '/entitytypes', { payload: '{"key":"x","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+  t.is(res.status, 400);
+  t.is(res.body.message, 'Body contains a forbidden property name');
+});

@@ -16,11 +16,14 @@ import { dataPointRoutes } from '../datapoints/routes.js';
 import { searchRoutes } from '../search/routes.js';
 import { entityRoutes } from '../entities/routes.js';
 import { entityTypeRoutes } from '../entitytypes/routes.js';
+import { ruleRoutes } from '../rules/routes.js';
+import { alertRoutes } from '../alerts/routes.js';
 import { regulationRoutes } from '../regulations/routes.js';
 import { tagRoutes } from '../tags/routes.js';
 import { installAuthentication } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { installValidation } from './validation.js';
+import { installJsonParser } from './json.js';
 import { installProtection } from './protection.js';
 import { installDraining } from './shutdown.js';
 import { opsRoutes } from '../ops/routes.js';
@@ -48,6 +51,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
 
   // Only JSON bodies: anything else is a 415 rather than a guess.
   app.removeContentTypeParser('text/plain');
+  installJsonParser(app);
 
   installValidation(app);
   installErrorHandling(app);
@@ -79,6 +83,8 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   await app.register(auditRoutes, { vault });
   await app.register(activityRoutes, { vault });
   await app.register(entityTypeRoutes, { vault });
+  await app.register(ruleRoutes, { vault });
+  await app.register(alertRoutes, { vault });
   await app.register(tagRoutes, { vault });
   await app.register(regulationRoutes, { vault });
   await app.register(definitionRoutes, { vault });

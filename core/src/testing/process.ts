@@ -50,7 +50,7 @@ export interface SpawnVaultOptions {
   port?: number;
 }
 
-export async function waitForHttp(url: string, deadlineMs = 20_000): Promise<void> {
+export async function waitForHttp(url: string, deadlineMs = 60_000): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     try {
