@@ -59,7 +59,15 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
   const worker = new DeliveryWorker(workerRedis, controlRedis, deliverer, config, metrics, log.child({ component: 'worker' }));
   const app = buildServer({ config, producer, deadLetters, worker, metrics, log });
   const proxy = routes
-    ? new ReverseProxy({ upstream: config.upstream!, routes, bodyLimit: config.proxyBodyLimit, producer, metrics, log: log.child({ component: 'proxy' }) })
+    ? new ReverseProxy({
+        upstream: config.upstream!,
+        routes,
+        bodyLimit: config.proxyBodyLimit,
+        producer,
+        metrics,
+        log: log.child({ component: 'proxy' }),
+        firstWaitMs: config.enqueueTimeoutMs,
+      })
     : undefined;
 
   const releaseRedis = async () => {

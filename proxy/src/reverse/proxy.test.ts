@@ -185,6 +185,25 @@ test.serial('a matched READ reports without values, with the user from a header;
   t.deepEqual(eventsFor((e) => e.subjectId === 'missing'), [], 'the 404 produced no event');
 });
 
+test.serial("a response ends only once its events are in Redis: the client's next request cannot overtake them", async (t) => {
+  const subjects = new Set<string>();
+  for (let i = 0; i < 5; i++) {
+    const created = await request(`${proxy}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":"o@example.test"}' });
+    const { id } = (await created.body.json()) as { id: string };
+    subjects.add(id);
+    await (await request(`${proxy}/users/${id}`)).body.dump();
+    await (await request(`${proxy}/users/${id}`, { method: 'DELETE' })).body.dump();
+  }
+  // Per round: one STORE (no phone given), two READs, two DELETEs.
+  const ordered = await waitFor(() => {
+    const mine = eventsFor((e) => subjects.has(e.subjectId!));
+    return mine.length === 5 * 5 ? mine : undefined;
+  }, { message: 'events of five create-read-delete rounds' });
+  const bySubject = new Map<string, string[]>();
+  for (const e of ordered) bySubject.set(e.subjectId!, [...(bySubject.get(e.subjectId!) ?? []), e.eventType]);
+  for (const [subject, types] of bySubject) t.deepEqual(types, ['STORE', 'READ', 'READ', 'DELETE', 'DELETE'], subject);
+});
+
 test.serial('unmatched traffic passes through untouched and produces no events', async (t) => {
   const before = vault.records.length;
   const res = await request(`${proxy}/reports/7?format=csv&x=%20y`, {

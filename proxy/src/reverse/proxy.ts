@@ -23,6 +23,8 @@ export interface ReverseProxyOptions {
   log: Logger;
   /** How long an event from proxied traffic waits for Redis before it is counted as lost. */
   enqueueRetryMs?: number;
+  /** How long the end of a response waits for its events to be enqueued. */
+  firstWaitMs?: number;
 }
 
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
@@ -37,9 +39,11 @@ const hopByHop = new Set([
  * is only held in memory (up to `bodyLimit`) when a matched route reads a JSON pointer in it,
  * and a response body is then copied aside while it streams to the client, never delayed.
  *
- * Events are enqueued after the upstream answered, off the request path: the client's traffic
- * is never slowed or failed by the audit trail. If Redis is away longer than enqueueRetryMs,
- * those events are dropped and counted in sidecar_proxy_events_lost_total.
+ * Events are enqueued once the upstream answered 2xx, and the response to the client ends
+ * only when they are in Redis (waiting at most firstWaitMs): a client's next request cannot
+ * overtake them, and the client's traffic is never failed by the audit trail. If Redis is away
+ * longer than enqueueRetryMs, those events are dropped and counted in
+ * sidecar_proxy_events_lost_total.
  */
 export class ReverseProxy {
   private readonly server: Server;
@@ -132,42 +136,52 @@ export class ReverseProxy {
     }
 
     const succeeded = upstream.statusCode >= 200 && upstream.statusCode < 300;
-    const tap = match && succeeded && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
+    const reporting = match !== undefined && succeeded;
+    const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
+    const query = new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
+    if (requestBodyMissing) this.options.metrics.proxyEventsLost.inc({ reason: 'request-body-unavailable' });
+    // Events that need nothing from the response body go to Redis while the body streams.
+    let enqueued: Promise<void> | undefined =
+      reporting && !tap ? this.emit(match, { params: match.params, query, headers: req.headers, requestBody }) : undefined;
+
     res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
+    if (!reporting) {
+      await pipeline(upstream.body, res).catch(() => {});
+      return;
+    }
     let complete = true;
     try {
-      if (tap) await pipeline(upstream.body, tap, res);
-      else await pipeline(upstream.body, res);
+      if (tap) await pipeline(upstream.body, tap, res, { end: false });
+      else await pipeline(upstream.body, res, { end: false });
     } catch {
       complete = false;
     }
-
-    if (!match || !succeeded) return;
-    let responseBody: unknown;
-    if (tap && complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
-      responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
+    if (tap) {
+      let responseBody: unknown;
+      if (complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
+        responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
+      }
+      if (responseBody === undefined) this.options.metrics.proxyEventsLost.inc({ reason: 'response-body-unavailable' });
+      enqueued = this.emit(match, { params: match.params, query, headers: req.headers, requestBody, responseBody });
     }
-    if (requestBodyMissing) this.options.metrics.proxyEventsLost.inc({ reason: 'request-body-unavailable' });
-    if (tap && responseBody === undefined) this.options.metrics.proxyEventsLost.inc({ reason: 'response-body-unavailable' });
-    this.emit(match, {
-      params: match.params,
-      query: new URLSearchParams(q >= 0 ? target.slice(q + 1) : ''),
-      headers: req.headers,
-      requestBody,
-      responseBody,
-    });
+    // The response ends once its events are in Redis, so a client's next request cannot
+    // overtake them; if Redis is slow, only up to the enqueue timeout.
+    await enqueued;
+    if (complete) res.end();
   }
 
-  private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {
+  /** Builds and enqueues events; resolves when Redis has them or the first wait is over. */
+  private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): Promise<void> {
     const built = buildEvents(match.route, ctx);
     if (built.skipped.length > 0) {
       this.options.log.debug({ route: match.route.index, skipped: built.skipped }, 'attributes without events');
     }
-    if (built.events.length === 0) return;
+    if (built.events.length === 0) return Promise.resolve();
     const now = new Date();
     const events = built.events.map((e) => stampEvent(e, now));
     const job = this.enqueue(events).finally(() => this.pending.delete(job));
     this.pending.add(job);
+    return Promise.race([job, sleep(this.options.firstWaitMs ?? 5000)]);
   }
 
   private async enqueue(events: StampedEvent[]): Promise<void> {

@@ -56,13 +56,13 @@ export async function countKeys(prefix: string, url = sharedRedisUrl): Promise<n
 export async function waitFor<T>(
   check: () => T | Promise<T>,
   { timeoutMs = 20_000, intervalMs = 50, message = 'condition' }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
-): Promise<T> {
+): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await check();
-      if (value) return value;
+      if (value) return value as Exclude<T, undefined | null | false | 0 | ''>;
     } catch (err) {
       last = err;
     }
