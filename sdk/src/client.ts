@@ -257,12 +257,12 @@ export class RuleApi {
   constructor(private readonly send: Send) {}
 
   /**
-   * Creates or updates by key; answers `Rule created` or `Rule updated`. Not retried unless
-   * `executionOrder` is given: a resent create that had already landed would otherwise be
-   * an update that may move the rule to the end of the order.
+   * Creates or updates by key; answers `Rule created` or `Rule updated`. Retried on
+   * connection errors: an update keeps the rule's place in the order, so a resent save
+   * leaves the same rule (answered `Rule updated` if the first one had landed).
    */
   save(rule: RuleInput, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'POST', path: '/rules', body: rule, idempotent: rule.executionOrder !== undefined, signal: options.signal });
+    return this.send({ method: 'POST', path: '/rules', body: rule, idempotent: true, signal: options.signal });
   }
 
   list(options: CallOptions = {}): Promise<Rule[]> {

@@ -232,9 +232,9 @@ export interface GeolocationConstraint {
   subdivisions?: string[];
 }
 
+/** The entity is of one of these types. */
 export interface EntityTypeConstraint {
   type: 'entityType';
-  operator?: ListOperator;
   entityTypes: string[];
 }
 
@@ -252,11 +252,10 @@ export interface EntityValueConstraint {
   predicate: Predicate;
 }
 
+/** Text values scored (offline) at or below `threshold`, from -1 (negative) to 1 (positive). */
 export interface SentimentConstraint {
   type: 'sentiment';
-  /** -1 (negative) to 1 (positive). */
   threshold: number;
-  [member: string]: unknown;
 }
 
 export interface ApplicationConstraint {
@@ -308,15 +307,17 @@ export type AlertLevel = 'NORMAL' | 'INFO' | 'WARNING' | 'DANGER' | 'SUCCESS' | 
 
 export interface AlertAction {
   type: 'alert';
-  alertLevel: AlertLevel;
-  message: string;
+  /** Default `NORMAL`. */
+  alertLevel?: AlertLevel;
+  message?: string;
 }
 
+/** Tags the stored point (data rules) or the event's point (activity rules). */
 export interface TagAction {
   type: 'tag';
   tag: string;
-  /** Activity rules. */
-  status?: string;
+  /** `false` removes the tag instead; default true. */
+  status?: boolean;
 }
 
 export interface RegulationAction {
@@ -327,7 +328,8 @@ export interface RegulationAction {
 export interface EntityTagAction {
   type: 'entityTag';
   tag: string;
-  status?: string;
+  /** `false` removes the tag instead; default true. */
+  status?: boolean;
 }
 
 export interface BlockAction {
@@ -336,17 +338,20 @@ export interface BlockAction {
   message?: string;
 }
 
+/** Refuses these operations on the entity from then on (`status: false` lifts them). */
 export interface ProhibitionAction {
   type: 'prohibition';
-  status?: string;
+  status?: boolean;
   prohibitions: EventType[];
 }
 
+/** Puts the entity under legal hold (`status: false` releases it). */
 export interface LegalHoldAction {
   type: 'legalHold';
-  [member: string]: unknown;
+  status?: boolean;
 }
 
+/** Expiry of the stored point; with `autoDelete`, expired points are removed. At least one of the three. */
 export interface RetentionAction {
   type: 'retention';
   expirationDate?: Timestamp;
@@ -378,7 +383,8 @@ interface RuleCommon {
 }
 
 export interface DataRuleInput extends RuleCommon {
-  type: 'data';
+  /** Default `data`. */
+  type?: 'data';
   constraint: DataConstraint;
 }
 
@@ -537,13 +543,17 @@ export interface AlertFilter {
   count?: number;
 }
 
-/** An alert a rule fired. */
+/** An alert a rule raised: names the rule, entity, attribute and point, never a value. */
 export interface Alert {
   id: string;
-  rule: string;
-  alertLevel: AlertLevel;
+  ruleKey: string;
+  level: AlertLevel;
   message: string;
-  [member: string]: unknown;
+  entityId?: string;
+  attribute?: string;
+  dataPointId?: string;
+  eventType: EventType;
+  createdDate: Timestamp;
 }
 
 // ---------------------------------------------------------------------------------------
