@@ -76,3 +76,26 @@ test('invalid configuration is reported, exit code 2', async (t) => {
   t.is(await runCli(['migrate'], x), 2);
   t.deepEqual(err, ['Invalid configuration: VAULT_DB must be sqlite:<path> or a postgres:// URL']);
 });
+
+test('activity verify reports an intact chain, then the first record edited behind its back', async (t) => {
+  const env = dataDir(t);
+  const { loadConfig } = await import('../config.js');
+  const { createLogger } = await import('../logger.js');
+  const { Vault } = await import('../vault.js');
+  const vault = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), announce: () => {} });
+  const now = new Date().toISOString();
+  await vault.db.transaction().execute((trx) =>
+    vault.activity.append(trx, [1, 2, 3].map((i) => ({ eventType: 'READ' as const, dataPointId: `p${i}`, applicationId: 'crm', reportOnly: true, timestamp: now }))),
+  );
+  const before = io(env);
+  t.is(await runCli(['activity', 'verify'], before.io), 0);
+  t.deepEqual(before.out, ['Activity log intact: 3 records']);
+  // The append-only triggers stop honest code; a tamperer with the database file drops them.
+  const { sql } = await import('kysely');
+  await sql`drop trigger activity_log_no_update`.execute(vault.db);
+  await vault.db.updateTable('activity_log' as never).set({ data_point_id: 'forged' } as never).where('data_point_id' as never, '=', 'p2' as never).execute();
+  await vault.close();
+  const after = io(env);
+  t.is(await runCli(['activity', 'verify'], after.io), 1);
+  t.regex(after.out[0], /^Activity log BROKEN at sequence 2 \(event \S+\) after 3 records$/);
+});

@@ -8,6 +8,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config.js';
 import { generateKeyPair } from '../crypto/keys.js';
 import { createLogger } from '../logger.js';
+import { verifyActivityChain } from '../activity/service.js';
 import { Vault } from '../vault.js';
 
 export interface Io {
@@ -135,6 +136,20 @@ export const commands: Record<string, Command> = {
       const keys = await withVault(io, (vault) => vault.keyring.list());
       for (const k of keys) io.out(`${k.id}\t${k.status}`);
       return 0;
+    },
+  },
+
+  'activity verify': {
+    summary: 'Recompute the activity log hash chain and report the first broken record',
+    usage: 'vault activity verify',
+    async run(_args, io) {
+      const result = await withVault(io, (vault) => verifyActivityChain(vault.db));
+      if (result.valid) {
+        io.out(`Activity log intact: ${result.records} records`);
+        return 0;
+      }
+      io.out(`Activity log BROKEN at sequence ${result.firstBrokenSequence} (event ${result.firstBrokenEventId}) after ${result.records} records`);
+      return 1;
     },
   },
 
