@@ -22,7 +22,12 @@ import { EntityTypeService } from './entitytypes/service.js';
 import { RegulationService } from './regulations/service.js';
 import { TagService } from './tags/service.js';
 import { VaultMetrics } from './ops/metrics.js';
-import { noRules, type RulesEngine } from './rules/engine.js';
+import type { RulesEngine } from './rules/engine.js';
+import { VaultRulesEngine } from './rules/evaluator.js';
+import { RuleService } from './rules/service.js';
+import { RetentionSweeper, sweepIntervalFromEnv } from './rules/retention.js';
+import { AlertService } from './alerts/service.js';
+import { WebhookDelivery, webhookOptionsFromEnv } from './alerts/webhooks.js';
 import type { ActivityLog } from './activity/log.js';
 import { ChainedActivityLog } from './activity/service.js';
 
@@ -49,7 +54,12 @@ export class Vault {
   readonly datapoints: DataPointService;
   readonly search: SearchService;
   readonly entities: EntityService;
-  rules: RulesEngine = noRules;
+  /** Rule management and the cached rule set; `rules` is the engine the data paths call. */
+  readonly ruleService: RuleService;
+  readonly alerts: AlertService;
+  /** Deletes expired points that retention rules marked for deletion (VAULT_RETENTION_SWEEP_MS). */
+  readonly retention: RetentionSweeper;
+  rules: RulesEngine;
   activity: ActivityLog = new ChainedActivityLog();
   readonly metrics = new VaultMetrics();
   /** The blind-index secret; it never enters the database. */
@@ -71,6 +81,10 @@ export class Vault {
     this.entities = new EntityService(this.db);
     this.datapoints = new DataPointService(this);
     this.search = new SearchService(this.db, this.indexKey);
+    this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));
+    this.ruleService = new RuleService(this.db, this.logger, () => this.config.license.customRules);
+    this.rules = new VaultRulesEngine(this.ruleService, this.alerts, this.logger);
+    this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, sweepIntervalFromEnv(process.env));
   }
 
   /** Opens the database, migrates it, and makes sure the operator has keys to get in. */
@@ -84,6 +98,7 @@ export class Vault {
     try {
       await migrateToLatest(vault.db);
       await vault.bootstrap(announce);
+      vault.retention.start();
     } catch (err) {
       await vault.close();
       throw err;
@@ -114,6 +129,8 @@ export class Vault {
   }
 
   async close(): Promise<void> {
+    await this.retention.stop();
+    await this.alerts.webhooks.close();
     await this.db.destroy();
   }
 }

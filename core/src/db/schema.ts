@@ -3,6 +3,7 @@
  * UTC text in both dialects, so the domain code never branches on the database.
  */
 import type { ActivityTables } from '../activity/tables.js';
+import type { RulesTables } from '../rules/tables.js';
 
 
 export type Flag = 0 | 1;
@@ -157,4 +158,4 @@ export interface RegistryTables {
 }
 
 /** Each module adds its tables here with one intersection member. */
-export type Database = RegistryTables & ActivityTables;
+export type Database = RegistryTables & ActivityTables & RulesTables;

@@ -31,6 +31,8 @@ export interface CandidatePoint {
   /** Retention set by rules. */
   expiresAt?: string;
   autoDelete?: boolean;
+  /** The point's id when the caller knows it before evaluating (alerts then name it). */
+  dataPointId?: string;
 }
 
 export interface RuleEntity {

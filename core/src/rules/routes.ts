@@ -1,0 +1,73 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { requireAdmin } from '../access/caller.js';
+import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
+import type { Vault } from '../vault.js';
+
+const freeForm = { type: 'object', additionalProperties: true } as const;
+
+const rule = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    key: { type: 'string' },
+    name: { type: 'string', nullable: true },
+    type: { type: 'string', enum: ['data', 'activity'] },
+    constraint: { ...freeForm, description: 'A constraint object with a string `type`; see the README, "Rules and alerts".' },
+    action: { ...freeForm, description: 'An action object with a string `type`; see the README, "Rules and alerts".' },
+    executionOrder: { type: 'integer' },
+    createdDate: isoDate,
+    modifiedDate: isoDate,
+  },
+} as const;
+
+/**
+ * Deliberately without validation keywords: a body that is not a rule must be answered with
+ * the interface's own messages (`Cannot parse JSON of rule`, `Rule key is required`, …),
+ * which the service gives, rather than with a schema validator's.
+ */
+const ruleBody = {
+  description:
+    'A rule: `{key, name?, type?: "data" | "activity", constraint: {type, ...}, action: {type, ...}, executionOrder?}`. ' +
+    'Checked by the service; see the README, "Rules and alerts", for every constraint and action.',
+} as const;
+
+export const ruleRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
+  const tags = ['rules'];
+
+  app.post(
+    '/rules',
+    {
+      schema: {
+        tags,
+        summary: 'Create or update a rule (by key)',
+        body: ruleBody,
+        response: { 200: confirmation, 201: confirmation, ...errors(400, 402, 403, 422) },
+      },
+    },
+    async (request, reply) => {
+      requireAdmin(request.caller);
+      const outcome = await vault.ruleService.save(request.body);
+      return outcome === 'created' ? reply.status(201).send({ data: 'Rule created' }) : reply.status(200).send({ data: 'Rule updated' });
+    },
+  );
+
+  app.get('/rules', { schema: { tags, summary: 'List rules', response: { 200: envelope({ type: 'array', items: rule }) } } }, async () => ({
+    data: await vault.ruleService.list(),
+  }));
+
+  app.get<{ Params: { ruleName: string } }>(
+    '/rules/:ruleName',
+    { schema: { tags, summary: 'Read a rule, by key or else by name', params: pathParams('ruleName'), response: { 200: envelope(rule), ...errors(404) } } },
+    async (request) => ({ data: await vault.ruleService.get(request.params.ruleName) }),
+  );
+
+  app.delete<{ Params: { ruleName: string } }>(
+    '/rules/:ruleName',
+    { schema: { tags, summary: 'Delete a rule, by key or else by name', params: pathParams('ruleName'), response: { 200: confirmation, ...errors(403, 404) } } },
+    async (request) => {
+      requireAdmin(request.caller);
+      await vault.ruleService.delete(request.params.ruleName);
+      return { data: 'Rule deleted' };
+    },
+  );
+};

@@ -1,0 +1,191 @@
+/**
+ * Rule management (create or update, list, read, delete) and the in-memory rule set the
+ * engine evaluates.
+ *
+ * Caching: every evaluation reads one row, `rules_version`, through the caller's own
+ * transaction, and reloads the rules only when it changed. Every rule write bumps that row
+ * in the same transaction as the change, so a process never evaluates rules older than the
+ * last committed change, whichever process made it, at the price of one primary-key lookup
+ * per store (a time-to-live would save that lookup but let a deleted block rule keep
+ * refusing stores, or a new one miss them, until it expired).
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/schema.js';
+import { notFound, paymentRequired, unprocessable } from '../errors.js';
+import { ensureTags } from '../tags/repository.js';
+import { nowIso } from '../util/time.js';
+import { parseRule } from './compile.js';
+import { actionGroup, type StoredRule } from './model.js';
+import type { RulesTable } from './tables.js';
+
+export interface RuleView {
+  [member: string]: unknown;
+  key: string;
+  executionOrder: number;
+  createdDate: string;
+  modifiedDate: string;
+}
+
+export interface RuleSet {
+  version: number;
+  /** Data rules in evaluation order: by action group, then executionOrder, then key. */
+  data: StoredRule[];
+  activity: StoredRule[];
+  all: StoredRule[];
+  /** Whether any retention counts days since the last read (reads must then be watched). */
+  idleRetention: boolean;
+}
+
+function evaluationOrder(a: StoredRule, b: StoredRule): number {
+  return actionGroup(a.action) - actionGroup(b.action) || a.executionOrder - b.executionOrder || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+}
+
+function toView(row: RulesTable): RuleView {
+  return { ...(JSON.parse(row.definition) as object), key: row.key, executionOrder: row.execution_order, createdDate: row.created_date, modifiedDate: row.modified_date };
+}
+
+export class RuleService {
+  private cached: RuleSet | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly logger: Logger,
+    private readonly customRulesAllowed: () => boolean,
+  ) {}
+
+  /** Creates the rule, or replaces the one with its key. */
+  async save(input: unknown): Promise<'created' | 'updated'> {
+    if (!this.customRulesAllowed()) throw paymentRequired('Your current subscription does not support custom rules');
+    const parsed = parseRule(input);
+    const { rule } = parsed;
+    const outcome = await this.db.transaction().execute(async (trx) => {
+      // First write of the transaction: on PostgreSQL its row lock serialises rule changes,
+      // which keeps the default execution order unique.
+      await trx
+        .updateTable('rules_version')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('id', '=', 1)
+        .execute();
+      await this.requireExisting(trx, rule.references.attributes, 'attribute_definitions', 'key', 'No such attribute');
+      await this.requireExisting(trx, rule.references.regulations, 'regulations', 'key', 'No such regulation');
+      await this.requireExisting(trx, rule.references.entityTypes, 'entity_types', 'key', 'No such entity type');
+      await ensureTags(trx, rule.references.actionTags);
+
+      const existing = await trx.selectFrom('rules').selectAll().where('key', '=', rule.key).executeTakeFirst();
+      let order = parsed.executionOrder ?? existing?.execution_order;
+      if (order === undefined) {
+        const max = await trx.selectFrom('rules').select((eb) => eb.fn.max('execution_order').as('max')).executeTakeFirst();
+        order = max?.max === null || max?.max === undefined ? 1 : Number(max.max) + 1;
+      }
+      const now = nowIso();
+      const row = {
+        name: rule.name ?? null,
+        type: rule.type,
+        definition: JSON.stringify(parsed.definition),
+        execution_order: order,
+        modified_date: now,
+      };
+      if (existing) {
+        await trx.updateTable('rules').set(row).where('key', '=', rule.key).execute();
+        return 'updated' as const;
+      }
+      await trx
+        .insertInto('rules')
+        .values({ key: rule.key, ...row, created_date: now })
+        .execute();
+      return 'created' as const;
+    });
+    this.cached = undefined;
+    return outcome;
+  }
+
+  private async requireExisting(
+    trx: Kysely<Database>,
+    names: Set<string>,
+    table: 'attribute_definitions' | 'regulations' | 'entity_types',
+    column: 'key',
+    message: string,
+  ): Promise<void> {
+    if (names.size === 0) return;
+    const wanted = [...names];
+    const found = new Set<string>();
+    for (let i = 0; i < wanted.length; i += 500) {
+      const rows = await trx
+        .selectFrom(table)
+        .select(column)
+        .where(column, 'in', wanted.slice(i, i + 500))
+        .execute();
+      for (const r of rows) found.add(r.key);
+    }
+    if (wanted.some((n) => !found.has(n))) throw unprocessable(message);
+  }
+
+  async list(): Promise<RuleView[]> {
+    const rows = await this.db.selectFrom('rules').selectAll().orderBy('execution_order').orderBy('key').execute();
+    return rows.map(toView);
+  }
+
+  /** `ruleName` is the key, or else the name (the first in execution order). */
+  private async find(ruleName: string): Promise<RulesTable | undefined> {
+    const byKey = await this.db.selectFrom('rules').selectAll().where('key', '=', ruleName).executeTakeFirst();
+    if (byKey) return byKey;
+    return this.db.selectFrom('rules').selectAll().where('name', '=', ruleName).orderBy('execution_order').orderBy('key').limit(1).executeTakeFirst();
+  }
+
+  async get(ruleName: string): Promise<RuleView> {
+    const row = await this.find(ruleName);
+    if (!row) throw notFound('Rule not found');
+    return toView(row);
+  }
+
+  async delete(ruleName: string): Promise<void> {
+    const row = await this.find(ruleName);
+    if (!row) throw notFound('Rule not found');
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('rules_version')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('id', '=', 1)
+        .execute();
+      await trx.deleteFrom('rules').where('key', '=', row.key).execute();
+    });
+    this.cached = undefined;
+  }
+
+  /** The current rules, read through `db` (the caller's transaction when it has one). */
+  async ruleSet(db: Kysely<Database>): Promise<RuleSet> {
+    const stamp = await db.selectFrom('rules_version').select('version').where('id', '=', 1).executeTakeFirst();
+    const version = Number(stamp?.version ?? 0);
+    const cached = this.cached;
+    if (cached && cached.version === version) return cached;
+    const rows = await db.selectFrom('rules').selectAll().execute();
+    const all: StoredRule[] = [];
+    for (const row of rows) {
+      try {
+        const { rule } = parseRule(JSON.parse(row.definition));
+        all.push({ ...rule, executionOrder: row.execution_order });
+      } catch (err) {
+        // Only possible if a later release tightened validation: the rule is skipped, loudly.
+        this.logger.error({ ruleKey: row.key, err }, 'a stored rule no longer compiles and is not evaluated');
+      }
+    }
+    all.sort(evaluationOrder);
+    const set: RuleSet = {
+      version,
+      all,
+      data: all.filter((r) => r.type === 'data'),
+      activity: all.filter((r) => r.type === 'activity'),
+      idleRetention: all.some((r) => r.action.type === 'retention' && r.action.daysSinceRead !== undefined && r.action.autoDelete),
+    };
+    // A slower load of an older version must not replace a newer one.
+    if (!this.cached || this.cached.version <= version) this.cached = set;
+    return set;
+  }
+
+  async findReferencingRule(kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
+    const set = await this.ruleSet(this.db);
+    const refs = (r: StoredRule) => (kind === 'tag' ? r.references.tags : kind === 'attribute' ? r.references.attributes : r.references.regulations);
+    return set.all.find((r) => refs(r).has(name))?.key;
+  }
+}
