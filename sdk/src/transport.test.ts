@@ -151,14 +151,15 @@ test('headersTimeout and bodyTimeout end a stalled request with a network error'
 });
 
 test('an aborted request rejects with the abort, and is not retried', async (t) => {
-  const silent = await rawServer(t, () => {});
+  const controller = new AbortController();
+  // Aborted once the request is surely on its way: the server has it and never answers.
+  const silent = await rawServer(t, () => controller.abort());
   const c = new VaultClient({ url: silent.url, apiKey: 'k'.repeat(20), retry: fast });
   t.teardown(() => c.close());
-  const controller = new AbortController();
-  setTimeout(() => controller.abort(), 50);
   const err = await t.throwsAsync(c.tags.list({ signal: controller.signal }), { any: true });
   t.false(err instanceof VaultNetworkError);
   t.is((err as { name?: string }).name, 'AbortError');
+  await new Promise((r) => setTimeout(r, 100));
   t.is(silent.hits(), 1);
 });
 
