@@ -4,6 +4,7 @@
  * nothing else; the public key to stores and to nothing else.
  */
 import { isVaultApiError } from './errors.js';
+import { isPrivateKey } from './keys.js';
 import { Reporter, type ReporterOptions } from './reporter.js';
 import { Transport, type Request, type TransportOptions } from './transport.js';
 import type {
@@ -65,6 +66,13 @@ export interface ReadOptions extends CallOptions {
 
 const seg = encodeURIComponent;
 
+/** The encryption key travels on every store: it must never be the private half. */
+function refusePrivateKey(encryptionKey: string | undefined): void {
+  if (encryptionKey !== undefined && isPrivateKey(encryptionKey)) {
+    throw new TypeError('encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads');
+  }
+}
+
 type Send = <T>(request: Request) => Promise<T>;
 
 /** `/entities` and `/datasubjects`: the same operations under two path forms. */
@@ -100,13 +108,15 @@ export class EntityApi {
    * Stores attribute values, encrypted under the public key. Never retried: a repeatable
    * attribute stored twice holds two values.
    */
-  storeAttributes(entityId: string, request: StorageRequest | AttributeInput[], options: StoreOptions = {}): Promise<DataPoint[]> {
+  async storeAttributes(entityId: string, request: StorageRequest | AttributeInput[], options: StoreOptions = {}): Promise<DataPoint[]> {
     const body: StorageRequest = Array.isArray(request) ? { data: request } : request;
+    const encryptionKey = options.encryptionKey ?? this.keys.encryptionKey;
+    refusePrivateKey(encryptionKey);
     return this.send({
       method: 'POST',
       path: `${this.base}/${seg(entityId)}/attributes`,
       body,
-      headers: { 'x-encryption-key': options.encryptionKey ?? this.keys.encryptionKey },
+      headers: { 'x-encryption-key': encryptionKey },
       idempotent: false,
       signal: options.signal,
     });
@@ -387,6 +397,7 @@ export class VaultClient {
 
   constructor(private readonly options: VaultClientOptions) {
     if (!options.apiKey) throw new TypeError('apiKey is required');
+    refusePrivateKey(options.encryptionKey);
     this.transport = new Transport(options);
     this.authorization = `Bearer ${options.apiKey}`;
     const keys = { encryptionKey: options.encryptionKey, decryptionKey: options.decryptionKey };

@@ -19,6 +19,6 @@ export {
 export { VaultApiError, VaultNetworkError, isVaultApiError } from './errors.js';
 export { Reporter, DEFAULT_SIDECAR_URL, type ReporterOptions, type ReporterStats, type ReportableEvent, type StampedEvent } from './reporter.js';
 export type { RetryOptions, TransportOptions, Request, Response } from './transport.js';
-export { generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair, toHeaderValue, toPem, type KeyPair, type LoadedKeys } from './keys.js';
+export { generateKeyPair, isPrivateKey, loadKeyFiles, loadKeysFromEnv, saveKeyPair, toHeaderValue, toPem, type KeyPair, type LoadedKeys } from './keys.js';
 export { clientFromEnv } from './env.js';
 export type * from './types.js';

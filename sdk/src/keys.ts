@@ -42,10 +42,23 @@ export function toHeaderValue(key: string): string {
   return Buffer.from(toPem(key), 'utf8').toString('base64');
 }
 
+/**
+ * Whether a key (PEM or header form) is private. Node derives a public key from a private
+ * PEM without complaint, so "it parses as a public key" is not enough to send it on a store.
+ */
+export function isPrivateKey(key: string): boolean {
+  try {
+    return /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(toPem(key));
+  } catch {
+    return false;
+  }
+}
+
 function checked(kind: 'public' | 'private', key: string, source: string): string {
   let pem: string;
   try {
     pem = toPem(key);
+    if (kind === 'public' && isPrivateKey(pem)) throw new Error('private');
     const parsed = kind === 'public' ? createPublicKey(pem) : createPrivateKey(pem);
     if (parsed.asymmetricKeyType !== 'rsa') throw new Error('not RSA');
   } catch {

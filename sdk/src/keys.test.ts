@@ -1,0 +1,106 @@
+/** Key helpers: generation in the header format, conversions, files and environment. */
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { VaultClient } from './client.js';
+import { clientFromEnv } from './env.js';
+import { generateKeyPair, isPrivateKey, loadKeyFiles, loadKeysFromEnv, saveKeyPair, toHeaderValue, toPem, type KeyPair } from './keys.js';
+
+let pair: KeyPair;
+test.before(async () => {
+  pair = await generateKeyPair({ modulusLength: 2048 });
+});
+
+function tempDir(t: { teardown(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sdk-keys-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('generateKeyPair: header values are base64 of the PEMs, 3072-bit RSA by default', async (t) => {
+  const fresh = await generateKeyPair();
+  t.is(Buffer.from(fresh.publicKey, 'base64').toString('utf8'), fresh.publicPem);
+  t.is(Buffer.from(fresh.privateKey, 'base64').toString('utf8'), fresh.privatePem);
+  t.regex(fresh.publicPem, /^-----BEGIN PUBLIC KEY-----\n/);
+  t.regex(fresh.privatePem, /^-----BEGIN PRIVATE KEY-----\n/);
+  t.is(createPublicKey(fresh.publicPem).asymmetricKeyDetails?.modulusLength, 3072);
+  t.is(createPublicKey(createPrivateKey(fresh.privatePem)).export({ type: 'spki', format: 'pem' }), fresh.publicPem);
+  t.is(createPublicKey(pair.publicPem).asymmetricKeyDetails?.modulusLength, 2048);
+});
+
+test('toHeaderValue and toPem convert either way, and are idempotent', (t) => {
+  t.is(toHeaderValue(pair.publicPem), pair.publicKey);
+  t.is(toHeaderValue(pair.publicKey), pair.publicKey);
+  t.is(toHeaderValue(`  ${pair.publicPem.trim()}  `), pair.publicKey);
+  t.is(toPem(pair.privateKey), pair.privatePem);
+  t.is(toPem(pair.privatePem), pair.privatePem);
+  t.throws(() => toPem('bm90IGEga2V5'), { message: 'Key is neither PEM nor base64 of a PEM' });
+});
+
+test('saveKeyPair writes PEM files, the private one for its owner only, and never overwrites', async (t) => {
+  const dir = tempDir(t);
+  const files = { publicKeyFile: join(dir, 'vault.pub.pem'), privateKeyFile: join(dir, 'vault.key.pem') };
+  await saveKeyPair(pair, files);
+  t.is(readFileSync(files.publicKeyFile, 'utf8'), pair.publicPem);
+  t.is(readFileSync(files.privateKeyFile, 'utf8'), pair.privatePem);
+  t.is(statSync(files.privateKeyFile).mode & 0o777, 0o600);
+  const other = await generateKeyPair({ modulusLength: 1024 });
+  await t.throwsAsync(saveKeyPair(other, files), { code: 'EEXIST' });
+  t.is(readFileSync(files.privateKeyFile, 'utf8'), pair.privatePem);
+});
+
+test('loadKeyFiles reads PEM or base64-of-PEM files into header values', async (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'pub.pem'), pair.publicPem);
+  writeFileSync(join(dir, 'key.b64'), `${pair.privateKey}\n`);
+  t.deepEqual(await loadKeyFiles({ publicKeyFile: join(dir, 'pub.pem'), privateKeyFile: join(dir, 'key.b64') }), {
+    encryptionKey: pair.publicKey,
+    decryptionKey: pair.privateKey,
+  });
+  t.deepEqual(await loadKeyFiles({ publicKeyFile: join(dir, 'pub.pem') }), { encryptionKey: pair.publicKey });
+});
+
+test('loading refuses what is not the right kind of key, without quoting it', async (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'swapped.pem'), pair.publicPem);
+  const err = await t.throwsAsync(loadKeyFiles({ privateKeyFile: join(dir, 'swapped.pem') }));
+  t.is(err?.message, `${join(dir, 'swapped.pem')} does not hold an RSA private key in PEM (or base64 of PEM)`);
+
+  const envErr = await t.throwsAsync(loadKeysFromEnv({ VAULT_ENCRYPTION_KEY: pair.privateKey }));
+  t.is(envErr?.message, 'VAULT_ENCRYPTION_KEY does not hold an RSA public key in PEM (or base64 of PEM)');
+  t.false(envErr!.message.includes(pair.privateKey.slice(0, 40)));
+  await t.throwsAsync(loadKeysFromEnv({ VAULT_DECRYPTION_KEY: 'garbage' }), { message: /^VAULT_DECRYPTION_KEY does not hold/ });
+});
+
+test('loadKeysFromEnv: values or files; a private key only when one is configured', async (t) => {
+  t.deepEqual(await loadKeysFromEnv({ VAULT_ENCRYPTION_KEY: pair.publicPem }), { encryptionKey: pair.publicKey });
+  t.deepEqual(await loadKeysFromEnv({ VAULT_ENCRYPTION_KEY: pair.publicKey, VAULT_DECRYPTION_KEY: pair.privateKey }), {
+    encryptionKey: pair.publicKey,
+    decryptionKey: pair.privateKey,
+  });
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'pub.pem'), pair.publicPem);
+  writeFileSync(join(dir, 'key.pem'), pair.privatePem);
+  t.deepEqual(await loadKeysFromEnv({ VAULT_ENCRYPTION_KEY_FILE: join(dir, 'pub.pem'), VAULT_DECRYPTION_KEY_FILE: join(dir, 'key.pem') }), {
+    encryptionKey: pair.publicKey,
+    decryptionKey: pair.privateKey,
+  });
+  t.deepEqual(await loadKeysFromEnv({}), {});
+});
+
+test('a client refuses a private key where the public one belongs', async (t) => {
+  const message = 'encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads';
+  t.throws(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), encryptionKey: pair.privateKey }), { message });
+  const client = new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), retry: false });
+  t.teardown(() => client.close());
+  await t.throwsAsync(client.dataSubjects.storeAttributes('s', [{ attribute: 'A', value: 'v' }], { encryptionKey: pair.privatePem }), { message });
+  t.true(isPrivateKey(pair.privateKey));
+  t.false(isPrivateKey(pair.publicKey));
+});
+
+test('clientFromEnv needs an API key', async (t) => {
+  await t.throwsAsync(clientFromEnv({}), { message: 'VAULT_API_KEY is not set' });
+  await t.throwsAsync(clientFromEnv({ VAULT_API_KEY: 'k'.repeat(20), VAULT_ENCRYPTION_KEY: pair.privateKey }), { message: /^VAULT_ENCRYPTION_KEY does not hold/ });
+});
