@@ -2,7 +2,7 @@
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
-  interface AutocannonRequest {
+  export interface AutocannonRequest {
     method?: string;
     path?: string;
     headers?: Record<string, string>;
@@ -10,7 +10,7 @@ declare module 'autocannon' {
     setupRequest?: (request: AutocannonRequest, context: unknown) => AutocannonRequest | undefined;
   }
 
-  interface AutocannonOptions {
+  export interface AutocannonOptions {
     url: string;
     connections?: number;
     duration?: number;
@@ -20,7 +20,7 @@ declare module 'autocannon' {
     requests?: AutocannonRequest[];
   }
 
-  interface AutocannonResult {
+  export interface AutocannonResult {
     duration: number;
     errors: number;
     timeouts: number;
@@ -35,7 +35,7 @@ declare module 'autocannon' {
     statusCodeStats: Record<string, { count: number }>;
   }
 
-  interface Instance extends EventEmitter {
+  export interface Instance extends EventEmitter {
     stop(): void;
   }
 

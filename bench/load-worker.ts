@@ -3,7 +3,7 @@
  * Latencies are taken from autocannon's per-response event rather than its histogram, which
  * rounds to whole milliseconds; the reverse-proxy target is about fractions of one.
  */
-import autocannon from 'autocannon';
+import autocannon, { type Instance } from 'autocannon';
 import type { LoadJob, Measurement, RequestSpec } from './load.js';
 
 interface Tally {
@@ -12,7 +12,9 @@ interface Tally {
   ok: number;
   non2xx: number;
   errors: number;
-  durationSec: number;
+  /** performance.now() when the warm-up ends and counting starts. */
+  measureFrom: number;
+  endedAt: number;
 }
 
 interface PreparedRequest {
@@ -22,13 +24,19 @@ interface PreparedRequest {
   body?: Buffer;
 }
 
-function runOnce(url: string, job: LoadJob, connections: number, durationSec: number, pool: () => PreparedRequest, tally: Tally | undefined): Promise<void> {
+/**
+ * One autocannon run of warm-up + measured duration. Only responses that arrive after the
+ * warm-up count; running both phases in one go means the measured phase does not start with
+ * a server still chewing on requests the warm-up abandoned.
+ */
+function runOnce(url: string, job: LoadJob, connections: number, pool: () => PreparedRequest, tally: Tally, started: (i: Instance) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
         url,
         connections,
-        duration: durationSec,
+        // An upper bound: run() stops it once the duration is over and enough answers came.
+        duration: job.warmupSec + job.durationSec * MAX_STRETCH + 30,
         timeout: job.timeoutSec ?? 30,
         requests: [
           {
@@ -41,26 +49,33 @@ function runOnce(url: string, job: LoadJob, connections: number, durationSec: nu
       },
       (err, result) => {
         if (err) return reject(err);
-        if (tally) {
-          tally.errors += result.errors + result.timeouts;
-          tally.durationSec = Math.max(tally.durationSec, result.duration);
-        }
+        // Errors are not timestamped by autocannon; count them all, warm-up included.
+        tally.errors += result.errors + result.timeouts;
+        tally.endedAt = Math.max(tally.endedAt, performance.now());
         resolve();
       },
     );
-    if (tally) {
-      instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
-        tally.statusCodes[statusCode] = (tally.statusCodes[statusCode] ?? 0) + 1;
-        if (statusCode >= 200 && statusCode < 300) {
-          tally.ok++;
-          tally.latencies.push(responseTime);
-        } else {
-          tally.non2xx++;
-        }
-      });
-    }
+    started(instance);
+    instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+      if (performance.now() < tally.measureFrom) return;
+      tally.statusCodes[statusCode] = (tally.statusCodes[statusCode] ?? 0) + 1;
+      if (statusCode >= 200 && statusCode < 300) {
+        tally.ok++;
+        tally.latencies.push(responseTime);
+      } else {
+        tally.non2xx++;
+      }
+    });
   });
 }
+
+/**
+ * A measured phase lasts its duration, and longer (up to MAX_STRETCH times) until at least
+ * MIN_ANSWERS answers came: at 64 connections a slow scenario (1000-event bulks, a loaded
+ * machine) can otherwise end a short quick-mode run before its first answer.
+ */
+const MAX_STRETCH = 10;
+const MIN_ANSWERS = 64;
 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
@@ -77,14 +92,23 @@ async function run(job: LoadJob): Promise<Measurement> {
   const pick = () => prepared[next++ % prepared.length];
   const split = (total: number) => job.targets.map((_, i) => Math.floor(total / job.targets.length) + (i < total % job.targets.length ? 1 : 0));
   const perTarget = split(job.connections);
-  if (job.warmupSec > 0) {
-    await Promise.all(job.targets.map((url, i) => runOnce(url, job, perTarget[i], job.warmupSec, pick, undefined)));
+  const tally: Tally = { latencies: [], statusCodes: {}, ok: 0, non2xx: 0, errors: 0, measureFrom: performance.now() + job.warmupSec * 1000, endedAt: 0 };
+  const instances: Instance[] = [];
+  const minEnd = tally.measureFrom + job.durationSec * 1000;
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (stopped || performance.now() < minEnd || tally.ok + tally.non2xx < MIN_ANSWERS) return;
+    stopped = true;
+    for (const i of instances) i.stop();
+  }, 20);
+  try {
+    await Promise.all(job.targets.map((url, i) => runOnce(url, job, perTarget[i], pick, tally, (inst) => instances.push(inst))));
+  } finally {
+    clearInterval(timer);
   }
-  const tally: Tally = { latencies: [], statusCodes: {}, ok: 0, non2xx: 0, errors: 0, durationSec: 0 };
-  await Promise.all(job.targets.map((url, i) => runOnce(url, job, perTarget[i], job.durationSec, pick, tally)));
   const sorted = Float64Array.from(tally.latencies).sort();
   const sum = tally.latencies.reduce((a, b) => a + b, 0);
-  const durationSec = tally.durationSec || job.durationSec;
+  const durationSec = Math.max(0.001, (tally.endedAt - tally.measureFrom) / 1000);
   return {
     ok: tally.ok,
     durationSec,

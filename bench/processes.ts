@@ -138,3 +138,12 @@ export async function startSidecar(env: Record<string, string>): Promise<Sidecar
   );
   return { ...proc, proxyUrl: proxyPort ? `http://127.0.0.1:${proxyPort}` : undefined };
 }
+
+/** A vault and a baseline, started side by side; if either fails, the other is stopped. */
+export async function startVaultAndBaseline(): Promise<{ vault: VaultProcess; baseline: BaselineProcess }> {
+  const [vault, baseline] = await Promise.allSettled([startVault(), startBaseline()]);
+  if (vault.status === 'fulfilled' && baseline.status === 'fulfilled') return { vault: vault.value, baseline: baseline.value };
+  if (vault.status === 'fulfilled') await vault.value.dispose();
+  if (baseline.status === 'fulfilled') await baseline.value.dispose();
+  throw vault.status === 'rejected' ? vault.reason : (baseline as PromiseRejectedResult).reason;
+}

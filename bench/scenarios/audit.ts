@@ -6,7 +6,7 @@
  */
 import { compare, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
-import { startBaseline, startVault } from '../processes.js';
+import { startVaultAndBaseline } from '../processes.js';
 import { createApplication, defineAttributes, textValue, vaultRoutes } from './shared.js';
 
 export const SCENARIOS = ['audit-bulk'];
@@ -28,8 +28,7 @@ export function auditEvents(applicationId: string, count: number, seed: number, 
 export async function runAudit(ctx: BenchContext): Promise<void> {
   if (!ctx.wants('audit-bulk')) return;
   ctx.log('audit: starting vault and baseline');
-  const vault = await startVault();
-  const baseline = await startBaseline();
+  const { vault, baseline } = await startVaultAndBaseline();
   try {
     const routes = await vaultRoutes(vault.url);
     if (!routes.has('POST /auditlogs/bulk') || !routes.has('POST /attributes')) {

@@ -6,7 +6,7 @@
 import { Api, inParallel } from '../api.js';
 import { compare, ratioTarget, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
-import { startBaseline, startVault } from '../processes.js';
+import { startVaultAndBaseline } from '../processes.js';
 import { createApplication, defineAttributes, PROFILE_SCHEMA, profileValue, readHeaders, storeHeaders, textValue, vaultRoutes } from './shared.js';
 
 export const SCENARIOS = ['store', 'store-structured', 'read-by-id', 'read-subject'];
@@ -22,8 +22,7 @@ export async function runDataPath(ctx: BenchContext): Promise<void> {
   const subjects = ctx.quick ? 32 : 500;
 
   ctx.log('data path: starting vault and baseline');
-  const vault = await startVault();
-  const baseline = await startBaseline();
+  const { vault, baseline } = await startVaultAndBaseline();
   try {
     const routes = await vaultRoutes(vault.url);
     if (!routes.has('POST /entities/{entityId}/attributes') || !routes.has('POST /attributes')) {

@@ -9,7 +9,7 @@
 import { Api, inParallel } from '../api.js';
 import { compare, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
-import { startBaseline, startVault } from '../processes.js';
+import { startVaultAndBaseline } from '../processes.js';
 import { adminApi, createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
 import type { Figure } from '../report.js';
 
@@ -34,8 +34,7 @@ export async function runRules(ctx: BenchContext): Promise<void> {
   if (!ctx.wants('rules')) return;
   const entities = ctx.quick ? 64 : 1000;
   ctx.log('rules: starting vault and baseline');
-  const vault = await startVault();
-  const baseline = await startBaseline();
+  const { vault, baseline } = await startVaultAndBaseline();
   try {
     const routes = await vaultRoutes(vault.url);
     if (!routes.has('POST /rules') || !routes.has('POST /entities/{entityId}/attributes')) {

@@ -12,7 +12,7 @@ import { Api, inParallel } from '../api.js';
 import { compare, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { openBaselineDatabase } from '../baseline.js';
-import { peakRssMb, startBaseline, startVault } from '../processes.js';
+import { peakRssMb, startVaultAndBaseline } from '../processes.js';
 import { createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
 import type { Figure } from '../report.js';
 
@@ -48,8 +48,7 @@ export async function runSearch(ctx: BenchContext): Promise<void> {
   const sizes = searchSizes(ctx.quick);
   const largest = sizes[sizes.length - 1];
   ctx.log('search: starting vault and baseline');
-  const vault = await startVault();
-  const baseline = await startBaseline();
+  const { vault, baseline } = await startVaultAndBaseline();
   try {
     const routes = await vaultRoutes(vault.url);
     if (!routes.has('POST /search') || !routes.has('POST /entities/{entityId}/attributes')) {
