@@ -163,7 +163,8 @@ export class RuleService {
     const all: StoredRule[] = [];
     for (const row of rows) {
       try {
-        const { rule } = parseRule(JSON.parse(row.definition));
+        // The row's key is authoritative (it is what /rules/{ruleName} finds).
+        const { rule } = parseRule({ ...(JSON.parse(row.definition) as object), key: row.key });
         all.push({ ...rule, executionOrder: row.execution_order });
       } catch (err) {
         // Only possible if a later release tightened validation: the rule is skipped, loudly.
