@@ -1,0 +1,234 @@
+import test from 'ava';
+import { sql } from 'kysely';
+import { startTestVault, type TestVault } from '../testing/harness.js';
+import { fuzzRoutes } from '../testing/fuzz.js';
+import { defineAttribute, unique } from '../audit/fixtures.js';
+import { verifyActivityChain } from './service.js';
+import type { ActivityRecord } from './log.js';
+
+let v: TestVault;
+const EMAIL = unique('EMAIL');
+test.before(async () => {
+  v = await startTestVault();
+  await defineAttribute(v, EMAIL);
+});
+test.after.always(async () => v?.close());
+
+const audit = (body: unknown, target: TestVault = v) => target.request('POST', '/auditlogs', { body });
+const store = (subjectId: string, extra: Record<string, unknown> = {}) => ({
+  eventType: 'STORE',
+  subjectId,
+  applicationId: 'crm',
+  data: { attribute: EMAIL, value: 'someone@example.org' },
+  ...extra,
+});
+
+/** What the data plane does: records appended inside its own transaction. */
+async function appendVaulted(target: TestVault, records: Partial<ActivityRecord>[]): Promise<void> {
+  await target.vault.db.transaction().execute((trx) =>
+    target.vault.activity.append(
+      trx,
+      records.map((r) => ({ eventType: 'READ', applicationId: 'app-1', reportOnly: false, timestamp: new Date().toISOString(), ...r }) as ActivityRecord),
+    ),
+  );
+}
+
+/** The triggers keep honest code from editing the log; a tamperer with the database drops them. */
+async function dropGuards(target: TestVault): Promise<void> {
+  if (target.vault.dialect === 'postgres') {
+    await sql`drop trigger activity_log_no_update on activity_log`.execute(target.vault.db);
+  } else {
+    await sql`drop trigger activity_log_no_update`.execute(target.vault.db);
+    await sql`drop trigger activity_log_no_delete`.execute(target.vault.db);
+  }
+}
+
+test('records list oldest first with the event’s fields and a hash, never a value', async (t) => {
+  const subject = unique('subject');
+  const eventId = unique('evt');
+  const stored = await audit({
+    ...store(subject),
+    eventId,
+    applicationUser: 'alice',
+    dataStoreName: 'crm_db',
+    dataStoreServer: 'db-1.internal',
+    dataStoreEntityName: 'customers',
+    location: { country: 'FR', subdivision: 'FR-IDF', city: 'Paris' },
+    timestamp: '2024-05-01T12:00:00Z',
+  });
+  await audit({ eventType: 'READ', dataPointId: stored.body.dataPointId, applicationId: 'reporting' });
+  const res = await v.request('GET', '/activity', { query: { subjectId: subject } });
+  t.is(res.status, 200);
+  t.is(res.body.data.length, 2);
+  const [first, second] = res.body.data;
+  t.like(first, {
+    eventId,
+    eventType: 'STORE',
+    subjectId: subject,
+    dataPointId: stored.body.dataPointId,
+    attribute: EMAIL,
+    applicationId: 'crm',
+    applicationUser: 'alice',
+    dataStoreName: 'crm_db',
+    dataStoreServer: 'db-1.internal',
+    dataStoreEntityName: 'customers',
+    location: { country: 'FR', subdivision: 'FR-IDF', city: 'Paris' },
+    reportOnly: true,
+    timestamp: '2024-05-01T12:00:00.000Z',
+  });
+  t.regex(first.hash, /^[0-9a-f]{64}$/);
+  t.true(second.sequence > first.sequence);
+  t.is(second.eventType, 'READ');
+  t.regex(second.eventId, /^[0-9a-f-]{36}$/, 'events without an id get one');
+  t.false(JSON.stringify(res.body).includes('someone@example.org'));
+  t.false('value' in first);
+});
+
+test('each filter narrows the list', async (t) => {
+  const subject = unique('subject');
+  const user = unique('user');
+  const app = unique('app');
+  const a = await audit({ ...store(subject), applicationId: app, applicationUser: user, timestamp: '2023-01-01T00:00:00Z' });
+  const b = await audit({ ...store(subject), applicationUser: user, timestamp: '2023-06-01T00:00:00Z' });
+  await audit({ eventType: 'DELETE', dataPointId: b.body.dataPointId, applicationId: app, timestamp: '2023-09-01T00:00:00Z' });
+  const ids = async (query: Record<string, string>) =>
+    (await v.request('GET', '/activity', { query: { subjectId: subject, ...query } })).body.data.map((r: any) => `${r.eventType}:${r.dataPointId}`);
+  const [A, B] = [a.body.dataPointId, b.body.dataPointId];
+  t.deepEqual(await ids({}), [`STORE:${A}`, `STORE:${B}`, `DELETE:${B}`]);
+  t.deepEqual(await ids({ dataPointId: B }), [`STORE:${B}`, `DELETE:${B}`]);
+  t.deepEqual(await ids({ eventType: 'DELETE' }), [`DELETE:${B}`]);
+  t.deepEqual(await ids({ applicationId: app }), [`STORE:${A}`, `DELETE:${B}`]);
+  t.deepEqual(await ids({ applicationUser: user }), [`STORE:${A}`, `STORE:${B}`]);
+  t.deepEqual(await ids({ attribute: EMAIL, from: '2023-03-01T00:00:00Z' }), [`STORE:${B}`, `DELETE:${B}`]);
+  t.deepEqual(await ids({ to: '2023-06-01T02:00:00+02:00' }), [`STORE:${A}`, `STORE:${B}`]);
+  t.deepEqual(await ids({ attribute: 'OTHER' }), []);
+  t.deepEqual(await ids({ count: '2', page: '1' }), [`DELETE:${B}`]);
+  t.deepEqual(await ids({ count: '1', page: '0' }), [`STORE:${A}`]);
+});
+
+test('paging and filters are checked', async (t) => {
+  const bad: Record<string, string>[] = [{ count: '0' }, { count: '1001' }, { page: '-1' }, { count: 'many' }, { eventType: 'COPY' }, { colour: 'red' }];
+  for (const query of bad) {
+    const res = await v.request('GET', '/activity', { query });
+    t.is(res.status, 400, JSON.stringify(query));
+  }
+  const from = await v.request('GET', '/activity', { query: { from: 'last week' } });
+  t.is(from.status, 400);
+  t.is(from.body.message, 'from must be an ISO 8601 date-time');
+  const to = await v.request('GET', '/activity', { query: { to: '2024-13-45' } });
+  t.is(to.body.message, 'to must be an ISO 8601 date-time');
+  const most = await v.request('GET', '/activity', { query: { count: '1000' } });
+  t.is(most.status, 200);
+});
+
+test('only admins read the log or verify it', async (t) => {
+  const apiKey = await v.createApplication(['*']);
+  for (const url of ['/activity', '/activity/verify']) {
+    const res = await v.request('GET', url, { apiKey });
+    t.is(res.status, 403);
+    t.is(res.body.message, 'Forbidden');
+    t.is((await v.request('GET', url, { apiKey: null })).status, 401);
+  }
+});
+
+test('the data plane’s records share the log and the chain', async (t) => {
+  const subject = unique('subject');
+  await appendVaulted(v, [
+    { eventType: 'STORE', subjectId: subject, dataPointId: 'vaulted-1', attribute: EMAIL },
+    { eventType: 'READ', subjectId: subject, dataPointId: 'vaulted-1', attribute: EMAIL, applicationUser: 'bob' },
+  ]);
+  const res = await v.request('GET', '/activity', { query: { subjectId: subject } });
+  t.deepEqual(res.body.data.map((r: any) => [r.eventType, r.reportOnly, r.applicationId, r.recordedBy]), [
+    ['STORE', false, 'app-1', 'app-1'],
+    ['READ', false, 'app-1', 'app-1'],
+  ]);
+  t.true((await verifyActivityChain(v.vault.db)).valid);
+});
+
+test('appending outside a transaction is refused', async (t) => {
+  await t.throwsAsync(
+    v.vault.activity.append(v.vault.db, [{ eventType: 'READ', applicationId: 'x', reportOnly: false, timestamp: new Date().toISOString() }]),
+    { message: /inside a transaction/ },
+  );
+});
+
+test('text the databases would alter is stored as hashed', async (t) => {
+  const subject = unique('subject');
+  await appendVaulted(v, [{ subjectId: subject, applicationUser: 'nul\u0000 and lone \uD800 surrogate' }]);
+  const res = await v.request('GET', '/activity', { query: { subjectId: subject } });
+  t.is(res.body.data[0].applicationUser, 'nul\uFFFD and lone \uFFFD surrogate');
+  t.true((await verifyActivityChain(v.vault.db)).valid);
+});
+
+test('hostile queries never cause a 5xx', async (t) => {
+  await fuzzRoutes(t, v, [
+    { method: 'GET', url: '/activity?subjectId={id}' },
+    { method: 'GET', url: '/activity?from={id}&to={id}' },
+    { method: 'GET', url: '/activity?count={id}&page={id}' },
+    { method: 'GET', url: '/activity/verify' },
+  ]);
+});
+
+test('concurrent appenders keep one linear chain', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  const work: Promise<unknown>[] = [];
+  for (let i = 0; i < 30; i++) {
+    work.push(audit(store(`c-${i}`), fresh));
+    work.push(fresh.request('POST', '/auditlogs/bulk', { body: [store(`b-${i}`), store(`b-${i}`)] }));
+    work.push(appendVaulted(fresh, [{ subjectId: `v-${i}` }, { subjectId: `v-${i}` }]));
+  }
+  await Promise.all(work);
+  const result = await verifyActivityChain(fresh.vault.db);
+  t.deepEqual(result, { valid: true, records: 150, lastHash: result.lastHash });
+  const rows = await fresh.vault.db.selectFrom('activity_log').select('sequence').orderBy('sequence').execute();
+  t.deepEqual(rows.map((r) => Number(r.sequence)), Array.from({ length: 150 }, (_, i) => i + 1), 'sequences 1..n without gaps');
+  const verify = await fresh.request('GET', '/activity/verify');
+  t.deepEqual(verify.body, { data: { valid: true, records: 150, lastHash: result.lastHash } });
+});
+
+test('the database refuses edits and deletes of the log', async (t) => {
+  await audit(store(unique('subject')));
+  await t.throwsAsync(v.vault.db.updateTable('activity_log').set({ application_id: 'forged' }).execute(), { any: true, message: /append-only/ });
+  await t.throwsAsync(v.vault.db.deleteFrom('activity_log').execute(), { any: true, message: /append-only/ });
+});
+
+test('an edited record fails verification at that record', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  for (let i = 0; i < 5; i++) await audit({ ...store(`s-${i}`), eventId: `evt-${i}` }, fresh);
+  const intact = await fresh.request('GET', '/activity/verify');
+  t.like(intact.body.data, { valid: true, records: 5 });
+
+  await dropGuards(fresh);
+  await fresh.vault.db.updateTable('activity_log').set({ application_user: 'someone else' }).where('sequence', '=', 3).execute();
+  const res = await fresh.request('GET', '/activity/verify');
+  t.deepEqual(res.body, { data: { valid: false, records: 5, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
+
+  // Recomputing the edited record's own hash only moves the break to the next record.
+  const rows = await fresh.vault.db.selectFrom('activity_log').selectAll().orderBy('sequence').execute();
+  const { chainHash } = await import('./chain.js');
+  const { hash: _ignored, ...edited } = rows[2];
+  await fresh.vault.db.updateTable('activity_log').set({ hash: chainHash(rows[1].hash, edited) }).where('sequence', '=', 3).execute();
+  t.like((await verifyActivityChain(fresh.vault.db)), { valid: false, firstBrokenSequence: 4, firstBrokenEventId: 'evt-3' });
+});
+
+test('a deleted record fails verification at its successor', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  for (let i = 0; i < 5; i++) await audit({ ...store(`s-${i}`), eventId: `evt-${i}` }, fresh);
+  await dropGuards(fresh);
+  await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 2).execute();
+  const res = await fresh.request('GET', '/activity/verify');
+  t.deepEqual(res.body, { data: { valid: false, records: 4, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
+});
+
+test('an empty log is valid', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  const res = await fresh.request('GET', '/activity/verify');
+  t.deepEqual(res.body, { data: { valid: true, records: 0 } });
+});
