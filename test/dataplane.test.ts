@@ -387,3 +387,19 @@ test('malformed store bodies are 400 and store nothing', async (t) => {
   }
   t.is(await pointCount(v, id), 0);
 });
+
+test('concurrent stores of one nonrepeatable attribute to a new subject leave one entity and one value', async (t) => {
+  const STATE = await define(v, { key: uid('STATE'), schema: { code: 'string' } });
+  const LOG = await define(v, { key: uid('LOG'), repeatable: true });
+  const id = uid('subject');
+  const results = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => store(v, id, [{ attribute: STATE, value: { code: `c${i}` } }, { attribute: LOG, value: `l${i}` }])),
+  );
+  t.deepEqual(results.map((r) => r.status), Array(12).fill(200));
+  const roots = await v.vault.db.selectFrom('datapoints').select('id').where('entity_id', '=', id).where('attribute', '=', STATE).execute();
+  t.is(roots.length, 1);
+  const leaves = await v.vault.db.selectFrom('datapoints').select('id').where('entity_id', '=', id).where('attribute', '=', `${STATE}.code`).execute();
+  t.is(leaves.length, 1, 'the replaced structures left no sub-points behind');
+  t.is((await read(v, `/entities/${id}/attributes/${LOG}`)).body.data.length, 12);
+  t.is((await v.vault.db.selectFrom('entities').select('id').where('id', '=', id).execute()).length, 1);
+});

@@ -102,6 +102,46 @@ export class DataKeys {
     return out;
   }
 
+  /**
+   * Key rotation: re-wraps every data key wrapped by `from` (proven by its private key) under
+   * `to`. Afterwards the old private key opens nothing in the live database, and once it is
+   * destroyed, backups taken before the rotation (and before any purge) are unreadable too.
+   * Values are not re-encrypted: their data keys stay the same. Returns the keys re-wrapped.
+   */
+  async rewrap(db: Kysely<Database>, from: DecryptionCredential, to: RegisteredKey, batchSize = 200): Promise<number> {
+    if (from.registered.id === to.id) return 0;
+    let done = 0;
+    for (;;) {
+      const rows = await db
+        .selectFrom('subject_keys')
+        .select(['id', 'entity_id', 'wrapped_key'])
+        .where('encryption_key_id', '=', from.registered.id)
+        .orderBy('id')
+        .limit(batchSize)
+        .execute();
+      if (rows.length === 0) return done;
+      for (const row of rows) {
+        let key: Buffer;
+        try {
+          this.unwraps++;
+          key = unwrapDataKey(from.privateKey(), Buffer.from(row.wrapped_key));
+        } catch (err) {
+          if (err instanceof EnvelopeError) throw badRequest(INVALID_KEY);
+          throw err;
+        }
+        // Conditional on the old wrapping, so two concurrent rotations cannot both apply.
+        await db
+          .updateTable('subject_keys')
+          .set({ encryption_key_id: to.id, wrapped_key: wrapDataKey(to.publicKey, key) })
+          .where('id', '=', row.id)
+          .where('encryption_key_id', '=', from.registered.id)
+          .execute();
+        this.byId.set(row.id, { key, entityId: row.entity_id, encryptionKeyId: to.id });
+        done++;
+      }
+    }
+  }
+
   /** Forgets every key of a purged subject, so not even this process can read its values. */
   evictEntity(entityId: string): void {
     this.byId.deleteWhere((cached) => cached.entityId === entityId);

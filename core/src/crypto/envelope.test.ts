@@ -134,3 +134,35 @@ test('reads unwrap each data key once, and only for a holder of the wrapping key
   reader.evictEntity(entity);
   t.is((await reader.forRead(v.vault.db, [made.id], cred)).size, 0, 'a shredded key is gone for good');
 });
+
+test('a key rotation re-wraps data keys: the new pair reads everything, the old one nothing', async (t) => {
+  // Its own vault: the rotation changes the active key.
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  const credential = () => v.vault.keyring.requireDecryptionKey(pair.privateKey);
+  const NAME = `ROT_${randomBytes(4).toString('hex')}`;
+  await v.request('POST', '/attributes', { body: { key: NAME } });
+  const subject = `rot-${randomBytes(4).toString('hex')}`;
+  const stored = await v.request('POST', `/entities/${subject}/attributes`, { body: { data: [{ attribute: NAME, value: 'before rotation' }] }, headers: { 'x-encryption-key': pair.publicKey } });
+  t.is(stored.status, 200);
+  const old = await credential();
+  const next = generateKeyPair(2048);
+  const registered = await v.vault.keyring.register(createPublicKey(next.publicPem), 'active');
+  const keys = v.vault.datapoints.dataKeys;
+  const count = await keys.rewrap(v.vault.db, old, registered);
+  t.true(count >= 1);
+  t.is(await keys.rewrap(v.vault.db, old, registered), 0, 'nothing is left under the old key');
+  keys.clear();
+  const url = `/entities/${subject}/attributes/${NAME}`;
+  const withNew = await v.request('GET', url, { headers: { 'x-decryption-key': next.privateKey } });
+  t.is(withNew.body.data[0].value, 'before rotation');
+  const withOld = await v.request('GET', url, { headers: { 'x-decryption-key': pair.privateKey } });
+  t.is(withOld.status, 400);
+  t.is(withOld.body.message, 'Encoded key provided is invalid');
+  const rows = await v.vault.db.selectFrom('subject_keys').select('wrapped_key').execute();
+  for (const row of rows) t.throws(() => unwrapDataKey(privateKey, Buffer.from(row.wrapped_key)), { instanceOf: EnvelopeError });
+  // New stores wrap under the new key; the old public key still names a registered (retired) key.
+  const after = await v.request('POST', `/entities/${subject}/attributes`, { body: { data: [{ attribute: NAME, value: 'after' }] }, headers: { 'x-encryption-key': pair.publicKey } });
+  t.is(after.status, 200);
+  t.is((await v.request('GET', url, { headers: { 'x-decryption-key': next.privateKey } })).body.data[0].value, 'after');
+});

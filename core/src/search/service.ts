@@ -6,7 +6,7 @@
  * filters (a point must pass all). A value pair on an attribute that is not indexed is
  * ignored; with selectors given but all ignored, nothing matches.
  */
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Caller } from '../access/caller.js';
 import { blindIndex } from '../blindindex/blindindex.js';
 import type { Database } from '../db/schema.js';
@@ -52,6 +52,18 @@ export const MAX_PAGE = 1_000_000;
 export const PAGE_MESSAGE = `Page must be an integer from 0 to ${MAX_PAGE}`;
 
 type Builder = ExpressionBuilder<Database, 'datapoints'>;
+type Selector = (eb: Builder) => Expression<SqlBool>;
+
+/**
+ * The column as an expression no index matches (on either dialect), so the planner drives
+ * the query from another condition's index.
+ */
+function unindexed(column: 'attribute' | 'blind_index' | 'created_date'): RawBuilder<string> {
+  return sql<string>`(${sql.ref(column)} || '')`;
+}
+
+/** Beyond this many selectors, one OR query sorts the matches instead of a union of ordered runs. */
+const MAX_BRANCHES = 32;
 
 function list<T>(value: T[] | T | null | undefined): T[] {
   if (value === null || value === undefined) return [];
@@ -102,28 +114,45 @@ export class SearchService {
 
     const entityIds = [...new Set([...list(q.entityId), ...list(q.subjectId)])];
     const regulations = [...new Set(list(q.regulations))];
+    // Listed subjects have few points each: find them through the entity index and test the
+    // selectors on those rows, rather than walk a selector's index past thousands of others.
+    const byEntity = entityIds.length > 0;
+    const col = (name: 'attribute' | 'blind_index') => (byEntity ? unindexed(name) : sql.ref(name));
+    const selectors: Selector[] = [
+      ...indexed.map((p): Selector => (eb) => eb.and([eb(col('attribute'), '=', p.attribute), eb(col('blind_index'), '=', p.index)])),
+      ...attributes.map((a): Selector => (eb) => eb(col('attribute'), '=', a)),
+    ];
 
-    let query = this.db.selectFrom('datapoints').select(POINT_COLUMNS);
-    if (selecting) {
-      query = query.where((eb) =>
-        eb.or([
-          ...indexed.map((p) => eb.and([eb('attribute', '=', p.attribute), eb('blind_index', '=', p.index)])),
-          ...(attributes.length > 0 ? [eb('attribute', 'in', attributes)] : []),
-        ]),
-      );
+    const byModified = !byEntity && selectors.length === 0 && modified.min !== undefined;
+    /** Everything but the selectors: these filter every branch alike. */
+    const filtered = (selector?: Selector) => {
+      let query = this.db.selectFrom('datapoints').select(POINT_COLUMNS);
+      if (selector) query = query.where(selector);
+      if (caller.attributes !== '*') query = query.where('definition_key', 'in', [...caller.attributes]);
+      if (regulations.length > 0) query = query.where((eb) => this.regulationFilter(eb, regulations));
+      if (q.sensitivity) query = query.where('sensitivity', '=', q.sensitivity);
+      if (entityIds.length > 0) query = query.where('entity_id', 'in', entityIds);
+      if (q.country) query = query.where('country', '=', q.country.toUpperCase());
+      if (q.subdivision) query = query.where('subdivision', '=', q.subdivision.toUpperCase());
+      if (q.city) query = query.where('city', '=', q.city);
+      if (created.min) query = query.where('created_date', '>=', created.min);
+      if (created.max) query = query.where('created_date', '<=', created.max);
+      if (modified.min) query = query.where('modified_date', '>=', modified.min);
+      if (modified.max) query = query.where('modified_date', '<=', modified.max);
+      // "Changed since" without a selector: the modification index finds the few recent
+      // changes; walking the creation order would pass every older point first.
+      return byModified ? query.orderBy(unindexed('created_date')).orderBy('id') : query.orderBy('created_date').orderBy('id');
+    };
+    const offset = page * count;
+    if (selectors.length <= 1 || selectors.length > MAX_BRANCHES || byEntity) {
+      const any: Selector | undefined = selectors.length === 0 ? undefined : selectors.length === 1 ? selectors[0] : (eb) => eb.or(selectors.map((s) => s(eb)));
+      return filtered(any).limit(count).offset(offset);
     }
-    if (caller.attributes !== '*') query = query.where('definition_key', 'in', [...caller.attributes]);
-    if (regulations.length > 0) query = query.where((eb) => this.regulationFilter(eb, regulations));
-    if (q.sensitivity) query = query.where('sensitivity', '=', q.sensitivity);
-    if (entityIds.length > 0) query = query.where('entity_id', 'in', entityIds);
-    if (q.country) query = query.where('country', '=', q.country.toUpperCase());
-    if (q.subdivision) query = query.where('subdivision', '=', q.subdivision.toUpperCase());
-    if (q.city) query = query.where('city', '=', q.city);
-    if (created.min) query = query.where('created_date', '>=', created.min);
-    if (created.max) query = query.where('created_date', '<=', created.max);
-    if (modified.min) query = query.where('modified_date', '>=', modified.min);
-    if (modified.max) query = query.where('modified_date', '<=', modified.max);
-    return query.orderBy('created_date').orderBy('id').limit(count).offset(page * count);
+    // Several selectors: each walks its own index in order and stops after the page, and
+    // the union of those short runs is sorted, rather than every match of every selector.
+    const branches = selectors.map((selector, i) => this.db.selectFrom(filtered(selector).limit(offset + count).as(`b${i}`)).select(POINT_COLUMNS));
+    const union = branches.slice(1).reduce((all, branch) => all.union(branch), branches[0]);
+    return this.db.selectFrom(union.as('u')).select(POINT_COLUMNS).orderBy('created_date').orderBy('id').limit(count).offset(offset);
   }
 
   /** The blind-index entries to look for; pairs on attributes that are not indexed drop out. */

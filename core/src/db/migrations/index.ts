@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as registry from './0001_registry.js';
 import * as activity from './0002_activity.js';
 import * as rules from './0003_rules.js';
+import * as dataplane from './0004_dataplane.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
   '0001_registry': registry,
   '0002_activity': activity,
   '0003_rules': rules,
+  '0004_dataplane': dataplane,
 };
