@@ -226,6 +226,26 @@ test('reporter (direct): batches by size, by time, and flushes on close; ids are
   await timed.close();
 });
 
+test('reporter: defaults fill only what an event leaves out; an unreadable timestamp is left to the vault to refuse', async (t) => {
+  const subject = unique('subj');
+  const refused: Array<{ error: Error; events: StampedEvent[] }> = [];
+  const reporter = v.admin.reporter({ defaults: { applicationId: 'shop', applicationUser: 'default-user' }, onError: (error, events) => refused.push({ error, events }) });
+  const explicit = reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL }, applicationUser: 'explicit' });
+  t.like(explicit, { applicationId: 'shop', applicationUser: 'explicit' });
+  const epoch = reporter.report({ eventType: 'READ', dataPointId: explicit.dataPointId!, timestamp: Date.UTC(2024, 0, 2) });
+  t.is(epoch.timestamp, '2024-01-02T00:00:00.000Z');
+  const unreadable = reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL }, timestamp: 'last tuesday' });
+  t.is(unreadable.timestamp, 'last tuesday');
+  await reporter.close();
+  t.is(refused.length, 1);
+  t.deepEqual(refused[0].events, [unreadable]);
+  t.regex(refused[0].error.message, /Timestamp/);
+  t.deepEqual((await records(subject)).map((r) => [r.eventId, r.applicationUser]), [
+    [explicit.eventId, 'explicit'],
+    [epoch.eventId, 'default-user'],
+  ]);
+});
+
 test('reporter (direct): a refused event is set aside with the vault reason, the rest delivered', async (t) => {
   const subject = unique('subj');
   const refused: Array<{ error: VaultApiError | VaultNetworkError; events: StampedEvent[] }> = [];

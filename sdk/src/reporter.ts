@@ -112,9 +112,12 @@ export class Reporter {
   report(event: ReportableEvent): StampedEvent {
     if (this.closed) throw new Error('The reporter is closed');
     if (this.queue.length >= this.maxQueued) throw new Error(`The reporter already holds ${this.maxQueued} undelivered events`);
-    const stamped = { ...this.options.defaults, ...event } as StampedEvent;
+    const stamped = { ...event } as StampedEvent & Record<string, unknown>;
+    for (const [field, value] of Object.entries(this.options.defaults ?? {})) if (stamped[field] === undefined) stamped[field] = value;
     stamped.eventId ??= randomUUID();
-    stamped.timestamp = stamped.timestamp === undefined ? new Date().toISOString() : new Date(stamped.timestamp).toISOString();
+    const when = stamped.timestamp === undefined ? new Date() : new Date(stamped.timestamp);
+    // An unreadable timestamp is sent as given: the vault's refusal reaches onError with its reason.
+    if (!Number.isNaN(when.getTime())) stamped.timestamp = when.toISOString();
     if (stamped.eventType === 'STORE' && stamped.dataPointId === undefined) stamped.dataPointId = randomUUID();
     this.queue.push(stamped);
     this.counts.reported++;
