@@ -6,8 +6,8 @@ import type { Vault } from '../vault.js';
 import { AuditService, MAX_BULK_EVENTS, type AuditEventInput } from './service.js';
 
 /** Optional text: null counts as absent, as serialisers of client objects often send it. */
-const text = (maxLength: number) => ({ type: ['string', 'null'], maxLength, pattern: TEXT_PATTERN }) as const;
-const textList = { type: ['array', 'null'], maxItems: 100, items: { type: 'string', maxLength: 256, pattern: TEXT_PATTERN } } as const;
+const text = (maxLength: number) => ({ type: 'string', nullable: true, maxLength, pattern: TEXT_PATTERN }) as const;
+const textList = { type: 'array', nullable: true, maxItems: 100, items: { type: 'string', maxLength: 256, pattern: TEXT_PATTERN } } as const;
 
 /**
  * Fields with an exact message of their own when missing (`eventType`, `applicationId`, …)
@@ -22,7 +22,8 @@ export const eventSchema = {
     dataPointId: text(512),
     subjectId: text(512),
     data: {
-      type: ['object', 'null'],
+      type: 'object',
+      nullable: true,
       additionalProperties: false,
       properties: {
         attribute: text(256),
@@ -31,18 +32,22 @@ export const eventSchema = {
         regulations: textList,
         tags: textList,
         sensitivity: text(64),
-        reportOnly: { type: ['boolean', 'null'] },
+        reportOnly: { type: 'boolean', nullable: true },
         accessibility: text(64),
       },
     },
-    timestamp: { type: ['string', 'integer', 'null'], maxLength: 64, description: 'ISO 8601 (or epoch milliseconds); default now' },
+    timestamp: {
+      anyOf: [{ type: 'string', nullable: true, maxLength: 64 }, { type: 'integer' }],
+      description: 'ISO 8601 (or epoch milliseconds); default now',
+    },
     applicationId: text(512),
     applicationUser: text(1024),
     dataStoreName: text(1024),
     dataStoreServer: text(1024),
     dataStoreEntityName: text(1024),
     location: {
-      type: ['object', 'null'],
+      type: 'object',
+      nullable: true,
       additionalProperties: false,
       properties: { country: text(64), subdivision: text(64), city: text(256) },
     },
