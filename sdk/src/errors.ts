@@ -17,6 +17,11 @@ export class VaultApiError extends Error {
   readonly body: unknown;
   /** Seconds the vault asked to wait (429, 503), when it said. */
   readonly retryAfter?: number;
+  /**
+   * Requests sent before this answer. Above 1, an earlier attempt may have been carried out
+   * without its answer arriving: a retried DELETE answering 404 has usually done its work.
+   */
+  readonly attempts: number = 1;
 
   constructor(init: { status: number; message: string; method: string; path: string; body?: unknown; index?: number; retryAfter?: number }) {
     // The message is exactly the vault's: callers compare it with the interface's texts.

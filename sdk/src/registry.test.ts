@@ -248,4 +248,5 @@ test('errors carry the method, the path and the whole body', async (t) => {
   t.is(err.path, '/tags/no-such-tag-here');
   t.like(err.body as object, { statusCode: 404, message: 'No such tag' });
   t.is(err.index, undefined);
+  t.is(err.attempts, 1);
 });

@@ -79,6 +79,14 @@ test('reset connections: idempotent reads, deletes and upserts are retried until
   t.is(await client.tags.delete(tag), 'Successfully Deleted Tag');
   t.is(proxy.requests.length, 2);
 
+  // A delete whose answer was lost has done its work: the resend finds nothing, and says how it got there.
+  await client.tags.save(tag);
+  proxy.requests.length = 0;
+  proxy.fate = (_r, n) => (n === 1 ? 'drop-answer' : 'forward');
+  const gone = await apiError(t, client.tags.delete(tag), 404, 'No such tag');
+  t.is(gone.attempts, 2);
+  await t.throwsAsync(v.admin.tags.get(tag), { message: 'No such tag' });
+
   // The entity upsert: sent again after its answer was lost, it leaves one entity as asked.
   proxy.requests.length = 0;
   proxy.fate = (_r, n) => (n === 1 ? 'drop-answer' : 'forward');

@@ -162,7 +162,10 @@ export class Transport {
       try {
         return await this.once<T>(request, path, headers, payload);
       } catch (err) {
-        if (err instanceof VaultApiError) throw err;
+        if (err instanceof VaultApiError) {
+          (err as { attempts: number }).attempts = attempt;
+          throw err;
+        }
         const code = connectionErrorCode(err);
         if (code === undefined || request.signal?.aborted) throw err;
         if (attempt >= maxAttempts) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
