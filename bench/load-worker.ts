@@ -37,7 +37,7 @@ function runOnce(url: string, job: LoadJob, connections: number, pool: () => Pre
         connections,
         // An upper bound: run() stops it once the duration is over and enough answers came.
         duration: job.warmupSec + job.durationSec * MAX_STRETCH + 30,
-        timeout: job.timeoutSec ?? 30,
+        timeout: job.timeoutSec ?? 120,
         requests: [
           {
             setupRequest: (defaults) => {
@@ -75,7 +75,7 @@ function runOnce(url: string, job: LoadJob, connections: number, pool: () => Pre
  * machine) can otherwise end a short quick-mode run before its first answer.
  */
 const MAX_STRETCH = 10;
-const MIN_ANSWERS = 64;
+const MIN_ANSWERS = 16;
 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;

@@ -24,6 +24,7 @@ export interface LoadJob {
   warmupSec: number;
   /** Requests are taken round-robin from this pool by all connections together. */
   pool: RequestSpec[];
+  /** Default 120: at 64 connections a 1000-event bulk can take seconds per answer on a slow vault. */
   timeoutSec?: number;
 }
 

@@ -50,6 +50,8 @@ export function summarize(profile: Profile, top = 25): string {
   const selfByFn = new Map<string, number>();
   const selfByArea = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  // For library and native time: which vault function (nearest core/src frame) it was spent for.
+  const byCaller = new Map<string, Map<string, number>>();
   for (const [id, ms] of selfMs) {
     const n = byId.get(id)!;
     selfByFn.set(label(n), (selfByFn.get(label(n)) ?? 0) + ms);
@@ -57,24 +59,40 @@ export function summarize(profile: Profile, top = 25): string {
     selfByArea.set(a, (selfByArea.get(a) ?? 0) + ms);
     // Each vault function on the stack once, however deep the recursion.
     const seen = new Set<string>();
+    let nearest: string | undefined;
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const node = byId.get(cur)!;
       if (!/\/core\/src\//.test(node.callFrame.url)) continue;
       const l = label(node);
+      if (nearest === undefined && node.callFrame.functionName) nearest = l;
       if (seen.has(l)) continue;
       seen.add(l);
       inclusive.set(l, (inclusive.get(l) ?? 0) + ms);
     }
+    const fn = label(n);
+    const callers = byCaller.get(fn) ?? new Map<string, number>();
+    callers.set(nearest ?? '(outside the vault)', (callers.get(nearest ?? '(outside the vault)') ?? 0) + ms);
+    byCaller.set(fn, callers);
   }
   const table = (title: string, m: Map<string, number>) => {
     const rows = [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top);
     return [title, ...rows.map(([k, v]) => `${((v / totalMs) * 100).toFixed(1).padStart(6)}%  ${v.toFixed(0).padStart(7)} ms  ${k}`)].join('\n');
   };
+  const hottest = [...selfByFn.entries()]
+    .filter(([k]) => !k.startsWith('('))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8);
+  const callers = hottest.map(([fn, ms]) => {
+    const rows = [...byCaller.get(fn)!.entries()].sort((a, b) => b[1] - a[1]).slice(0, 6);
+    return [`${fn} (${((ms / totalMs) * 100).toFixed(1)}%), on behalf of:`, ...rows.map(([k, v]) => `   ${((v / totalMs) * 100).toFixed(1).padStart(6)}%  ${k}`)].join('\n');
+  });
   return [
     `profile: ${(totalMs / 1000).toFixed(1)} s sampled`,
     table('\nself time by package / module:', selfByArea),
     table('\nself time by function:', selfByFn),
     table('\ninclusive time of vault functions (core/src):', inclusive),
+    '\nthe hottest functions by the vault function they ran for:',
+    ...callers,
   ].join('\n');
 }
 

@@ -7,7 +7,7 @@ import { Api, inParallel } from '../api.js';
 import { compare, ratioTarget, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { startVaultAndBaseline } from '../processes.js';
-import { createApplication, defineAttributes, PROFILE_SCHEMA, profileValue, readHeaders, storeHeaders, textValue, vaultRoutes } from './shared.js';
+import { check, createApplication, defineAttributes, PROFILE_SCHEMA, profileValue, readHeaders, storeHeaders, textValue, vaultRoutes } from './shared.js';
 
 export const SCENARIOS = ['store', 'store-structured', 'read-by-id', 'read-subject'];
 
@@ -57,6 +57,9 @@ export async function runDataPath(ctx: BenchContext): Promise<void> {
     });
 
     const vh = readHeaders(app.apiKey, vault);
+    const sampleVault = await new Api(vault.url, vh).ok('GET', '/entities/bench-subject-0/attributes');
+    const sampleBaseline = await baselineApi.ok('GET', '/entities/bench-subject-0/attributes');
+    check(sampleVault.data.length === 20 && sampleBaseline.data.length === 20, `a seeded subject reads back ${sampleVault.data.length} points from the vault, ${sampleBaseline.data.length} from the baseline; expected 20`);
     if (ctx.wants('read-by-id')) {
       await compare(ctx, {
         scenario: 'read-by-id',

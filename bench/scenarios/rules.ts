@@ -10,7 +10,7 @@ import { Api, inParallel } from '../api.js';
 import { compare, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { startVaultAndBaseline } from '../processes.js';
-import { adminApi, createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
+import { adminApi, check, createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
 import type { Figure } from '../report.js';
 
 export const SCENARIOS = ['rules'];
@@ -58,6 +58,8 @@ export async function runRules(ctx: BenchContext): Promise<void> {
     let created = 0;
     for (const n of COUNTS) {
       for (; created < n; created++) await admin.ok('POST', '/rules', benchRule(created));
+      const active = await admin.ok('GET', '/rules');
+      check(active.data.length === n, `${active.data.length} rules active, expected ${n}`);
       const figure = await compare(ctx, {
         scenario: 'rules',
         name: `store with ${n} active rules`,
@@ -72,6 +74,10 @@ export async function runRules(ctx: BenchContext): Promise<void> {
       if (none?.value) {
         figure.baseline = { name: '0 rules', value: none.value, p50: none.p50, p99: none.p99 };
         figure.ratio = (figure.value ?? 0) / none.value;
+      }
+      if (n === COUNTS[COUNTS.length - 1]) {
+        const alerts = await admin.ok('GET', '/alerts');
+        check(alerts.data.length === 0, `the benchmark's rules are meant never to fire, yet ${alerts.data.length} alerts were recorded`);
       }
       if (n === 100) figure.target = { text: '>= 0.5x 0 rules', pass: figure.ratio !== undefined && figure.ratio >= 0.5 && !figure.problems?.length };
     }

@@ -13,7 +13,7 @@ import { compare, skip, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { openBaselineDatabase } from '../baseline.js';
 import { peakRssMb, startVaultAndBaseline } from '../processes.js';
-import { createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
+import { check, createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
 import type { Figure } from '../report.js';
 
 export const SCENARIOS = ['search', 'vault-rss'];
@@ -82,6 +82,9 @@ export async function runSearch(ctx: BenchContext): Promise<void> {
       stored = size;
 
       const queries = sample(size, QUERIES).map((i) => ({ path: '/search', body: { query: { values: [{ attribute: ATTRIBUTE, value: valueOf(i) }] } } }));
+      const hits = await new Api(vault.url, { authorization: `Bearer ${app.apiKey}` }).ok('POST', '/search', queries[0].body);
+      const baseHits = await new Api(baseline.url).ok('POST', '/search', queries[0].body);
+      check(hits.data.length === 1 && baseHits.data.length === 1, `a search for one stored value found ${hits.data.length} points in the vault, ${baseHits.data.length} in the baseline; expected 1`);
       const figure = await compare(ctx, {
         scenario: 'search',
         name: `search by value at ${label(size)} points`,

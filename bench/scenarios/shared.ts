@@ -67,3 +67,8 @@ export function storeHeaders(apiKey: string, vault: VaultProcess): Record<string
 export function readHeaders(apiKey: string, vault: VaultProcess): Record<string, string> {
   return { authorization: `Bearer ${apiKey}`, 'x-decryption-key': vault.keys.privateKey };
 }
+
+/** Stops the run when seeding did not produce what the scenario is meant to measure. */
+export function check(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new Error(`benchmark set-up: ${message}`);
+}
