@@ -215,6 +215,8 @@ test('unknown attributes, unknown regulations and attributes of other entity typ
   isError(t, await store(v, id, [{ attribute: `${PLAIN}.sub`, value: 'x' }]), 400, 'No such attribute');
   isError(t, await store(v, id, [{ attribute: PLAIN, value: 'x', regulations: ['NO_SUCH_REG'] }]), 400, 'No such regulation');
   isError(t, await store(v, id, [{ attribute: PLAIN, value: 'x', sensitivity: 'SECRET' }]), 400, 'Sensitivity must be one of NORMAL, PERSONAL, SENSITIVE, CONFIDENTIAL');
+  isError(t, await store(v, id, [{ attribute: PLAIN, value: 'x', reportOnly: true }]), 400, 'Report-only data is not stored: report it through POST /auditlogs');
+  t.is((await store(v, uid('subject'), [{ attribute: PLAIN, value: 'x', reportOnly: false, accessibility: 'Read Only', dataPointId: 'ignored' }])).status, 200, 'ViziVault clients send these members');
 
   await v.request('POST', '/entitytypes', { body: { key: 'device_t' } });
   const SERIAL = await define(v, { key: uid('SERIAL'), entityTypes: ['device_t'] });

@@ -23,7 +23,7 @@ const attributeInput = {
     tags: { type: 'array', maxItems: 100, items: { type: 'string' } },
     // Loose on purpose: the service answers an unknown level with its own message.
     sensitivity: { description: `One of ${SENSITIVITIES.join(', ')} (default NORMAL)` },
-    reportOnly: { type: 'boolean', description: 'Ignored on store: stored values are never report-only' },
+    reportOnly: { type: 'boolean', description: 'Must be false (or absent): report-only data goes through POST /auditlogs' },
     accessibility: { type: 'string', maxLength: 256 },
   },
 } as const;

@@ -79,6 +79,7 @@ export const MESSAGES = {
   legalHoldOverwrite: 'Cannot overwrite attribute for data subject, as the data subject is under a legal hold',
   legalHoldDelete: 'Cannot delete data for data subject, as the data subject is under a legal hold',
   integrity: 'Stored data failed its integrity check',
+  reportOnly: 'Report-only data is not stored: report it through POST /auditlogs',
 } as const;
 
 const CHUNK = 400;
@@ -124,6 +125,8 @@ export class DataPointService {
     for (const item of items) {
       if (item.sensitivity !== undefined && !isSensitivity(item.sensitivity)) throw badRequest(SENSITIVITY_MESSAGE);
       if (item.tags) checkTagNames(item.tags);
+      // Storing would keep the very value the client asked not to keep.
+      if (item.reportOnly === true) throw badRequest(MESSAGES.reportOnly);
     }
     const location = locate(input.request.origin ?? input.clientAddress);
     const requestedType = input.request.entityType ?? (input.form === 'datasubjects' ? DATASUBJECT : undefined);
