@@ -66,7 +66,6 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
         producer,
         metrics,
         log: log.child({ component: 'proxy' }),
-        firstWaitMs: config.enqueueTimeoutMs,
       })
     : undefined;
 
@@ -75,6 +74,13 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
     await deadLetters.close();
     for (const client of [producerRedis, workerRedis, controlRedis]) client.disconnect();
   };
+
+  // Give Redis a moment before opening the ports, so a sidecar reported up by /healthz does
+  // not refuse its first requests; if Redis is really away we start anyway and answer 503
+  // until it is back.
+  if (!(await producer.waitUntilConnected(config.enqueueTimeoutMs))) {
+    log.warn('Redis not reachable yet; ingest answers 503 until it is');
+  }
 
   let url: string;
   let proxyUrl: string | undefined;
@@ -91,11 +97,6 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
     throw err;
   }
   worker.start();
-  // Give Redis a moment so a freshly started sidecar doesn't refuse its first requests; if it
-  // is really away we start anyway and answer 503 until it is back.
-  if (!(await producer.waitUntilConnected(config.enqueueTimeoutMs))) {
-    log.warn('Redis not reachable yet; ingest answers 503 until it is');
-  }
   log.info({ url, proxyUrl }, 'sidecar listening');
 
   let closing: Promise<void> | undefined;

@@ -257,7 +257,13 @@ export class DeliveryWorker {
   /** Completion runs behind delivery so a slow Redis doesn't hold up the next batch. */
   private complete(jobs: Held[]): void {
     for (const h of jobs) this.completing.set(h.id, h);
-    this.completions = this.completions.then(() => Promise.all(jobs.map((h) => this.completeJob(h)))).then(() => {});
+    this.completions = this.completions
+      .then(() => Promise.all(jobs.map((h) => this.completeJob(h))))
+      .then(
+        () => {},
+        // completeJob handles its own failures; this only keeps the chain alive if it didn't.
+        (err) => this.log.error({ err: (err as Error).message }, 'job completion failed'),
+      );
   }
 
   private async completeJob(h: Held): Promise<void> {
@@ -273,7 +279,11 @@ export class DeliveryWorker {
           if (/^Missing lock/.test(message)) {
             // Our lock ran out (Redis was away); as lease holder the job is still ours to finish.
             if (!this.lease.held || attempt > 3) return;
-            await this.claim([h]);
+            try {
+              await this.claim([h]);
+            } catch {
+              // Redis away again: the next attempt will tell.
+            }
             continue;
           }
           if (this.hardStop.signal.aborted) return;

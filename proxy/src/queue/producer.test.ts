@@ -18,13 +18,36 @@ test('a request becomes one job holding its events in order', async (t) => {
   });
   t.true(await producer.waitUntilConnected(5000));
   const { events } = prepareBatch(Array.from({ length: 5 }, (_, i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: `d${i}` })));
-  const first = await producer.enqueue(events.slice(0, 3));
-  const second = await producer.enqueue(events.slice(3));
-  t.true(Number(second) > Number(first), 'job ids grow in acceptance order');
-  const job = await reader.getJob(first);
-  t.deepEqual(job!.data.events, events.slice(0, 3));
+  await producer.enqueue(events.slice(0, 3));
+  await producer.enqueue(events.slice(3));
+  const jobs = await reader.getJobs(['waiting'], 0, -1, true);
+  t.deepEqual(jobs.map((j) => j.data.events), [events.slice(0, 3), events.slice(3)]);
+  t.true(Number(jobs[1].id) > Number(jobs[0].id), 'job ids grow in acceptance order');
   t.like(await producer.counts(), { waiting: 2, active: 0 });
   t.true(await producer.ping());
+});
+
+test('concurrent requests are group-committed into few jobs, in call order, capped in size', async (t) => {
+  const prefix = uniquePrefix('producer-group');
+  const redis = connect(sharedRedisUrl, 'producer');
+  const producer = new EventProducer(redis, { queue: 'q', prefix, enqueueTimeoutMs: 5000, maxJobEvents: 10 });
+  const reader = new Queue<EventsJobData>('q', { connection: { url: sharedRedisUrl }, prefix });
+  t.teardown(async () => {
+    await reader.close();
+    await producer.close();
+    redis.disconnect();
+    await cleanupRedis(prefix);
+  });
+  t.true(await producer.waitUntilConnected(5000));
+  const requests = Array.from({ length: 30 }, (_, r) =>
+    prepareBatch(Array.from({ length: r === 7 ? 25 : 3 }, (_, i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: `d${r}-${i}` }))).events,
+  );
+  await Promise.all(requests.map((events) => producer.enqueue(events)));
+  const jobs = await reader.getJobs(['waiting'], 0, -1, true);
+  t.true(jobs.length < 30, `${jobs.length} jobs for 30 requests`);
+  t.deepEqual(jobs.flatMap((j) => j.data.events), requests.flat(), 'every event once, in call order');
+  // A request is never split; merged jobs stay within the cap.
+  for (const job of jobs) t.true(job.data.events.length <= 10 || job.data.events.length === 25);
 });
 
 test('with Redis unreachable enqueue fails at once and nothing is queued later', async (t) => {

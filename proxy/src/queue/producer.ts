@@ -21,21 +21,39 @@ export interface ProducerOptions {
   queue: string;
   prefix: string;
   enqueueTimeoutMs: number;
+  /** Requests are merged into one job up to this many events (a bigger request stays whole). */
+  maxJobEvents?: number;
+}
+
+interface Waiter {
+  events: StampedEvent[];
+  resolve: () => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
 }
 
 /**
- * Puts accepted events into Redis. One job per request keeps Redis work proportional to
- * requests, not events; the worker splits and merges jobs into vault batches. A job is written
- * by a single Lua script, so a request's events are enqueued all together or not at all.
+ * Puts accepted events into Redis, as BullMQ jobs written by a single Lua script each, so a
+ * request's events are enqueued all together or not at all.
+ *
+ * Enqueues are group-committed: while one job is being written, the requests arriving
+ * meanwhile wait and are then written together as the next job. An idle sidecar writes each
+ * request at once; a busy one writes one job per Redis round trip instead of one per request,
+ * which is what keeps BullMQ's per-job cost (here and in the worker) off the hot path. Jobs
+ * are written one at a time, in call order, so Redis has events in the order they came in.
  */
 export class EventProducer {
   readonly queue: Queue<EventsJobData>;
   private initialized = false;
+  private waiting: Waiter[] = [];
+  private flushing = false;
+  private readonly maxJobEvents: number;
 
   constructor(
     private readonly redis: Redis,
     private readonly options: ProducerOptions,
   ) {
+    this.maxJobEvents = options.maxJobEvents ?? 5000;
     this.queue = new Queue<EventsJobData>(options.queue, {
       connection: redis,
       prefix: options.prefix,
@@ -61,17 +79,54 @@ export class EventProducer {
   }
 
   /** Resolves once Redis has the events; any doubt is reported as QueueUnavailableError. */
-  async enqueue(events: StampedEvent[]): Promise<string> {
-    if (!this.connected) throw new QueueUnavailableError('Redis is not reachable');
+  enqueue(events: StampedEvent[]): Promise<void> {
+    if (!this.connected) return Promise.reject(new QueueUnavailableError('Redis is not reachable'));
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        events,
+        resolve,
+        reject,
+        // Still waiting for its turn when the time is up: give up without writing it.
+        timer: setTimeout(() => {
+          const i = this.waiting.indexOf(waiter);
+          if (i >= 0) {
+            this.waiting.splice(i, 1);
+            reject(new QueueUnavailableError('Redis did not take the events in time'));
+          }
+        }, this.options.enqueueTimeoutMs),
+      };
+      this.waiting.push(waiter);
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
     try {
-      const job = await withTimeout(
-        this.queue.add(jobName, { events }),
-        this.options.enqueueTimeoutMs,
-        'enqueue',
-      );
-      return job.id!;
-    } catch (err) {
-      throw new QueueUnavailableError('Redis did not confirm the enqueue', { cause: err });
+      while (this.waiting.length > 0) {
+        let n = 1;
+        let count = this.waiting[0].events.length;
+        while (n < this.waiting.length && count + this.waiting[n].events.length <= this.maxJobEvents) {
+          count += this.waiting[n].events.length;
+          n++;
+        }
+        const group = this.waiting.splice(0, n);
+        const events = group.length === 1 ? group[0].events : group.flatMap((w) => w.events);
+        let failure: Error | undefined;
+        try {
+          if (!this.connected) throw new Error('Redis is not reachable');
+          await withTimeout(this.queue.add(jobName, { events }), this.options.enqueueTimeoutMs, 'enqueue');
+        } catch (err) {
+          failure = new QueueUnavailableError('Redis did not confirm the enqueue', { cause: err });
+        }
+        for (const w of group) {
+          clearTimeout(w.timer);
+          if (failure) w.reject(failure);
+          else w.resolve();
+        }
+      }
+    } finally {
+      this.flushing = false;
     }
   }
 

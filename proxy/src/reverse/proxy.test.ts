@@ -185,7 +185,7 @@ test.serial('a matched READ reports without values, with the user from a header;
   t.deepEqual(eventsFor((e) => e.subjectId === 'missing'), [], 'the 404 produced no event');
 });
 
-test.serial("a response ends only once its events are in Redis: the client's next request cannot overtake them", async (t) => {
+test.serial("a client's next request cannot overtake the events of the previous one", async (t) => {
   const subjects = new Set<string>();
   for (let i = 0; i < 5; i++) {
     const created = await request(`${proxy}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":"o@example.test"}' });

@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { Logger } from 'pino';
 import { Pool, errors as undiciErrors } from 'undici';
@@ -23,11 +22,13 @@ export interface ReverseProxyOptions {
   log: Logger;
   /** How long an event from proxied traffic waits for Redis before it is counted as lost. */
   enqueueRetryMs?: number;
-  /** How long the end of a response waits for its events to be enqueued. */
-  firstWaitMs?: number;
+  /** How long events of proxied requests wait to be enqueued together. */
+  lingerMs?: number;
 }
 
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
+const maxLingerEvents = 1000;
+
 const hopByHop = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
   'proxy-authenticate', 'proxy-authorization',
@@ -39,10 +40,10 @@ const hopByHop = new Set([
  * is only held in memory (up to `bodyLimit`) when a matched route reads a JSON pointer in it,
  * and a response body is then copied aside while it streams to the client, never delayed.
  *
- * Events are enqueued once the upstream answered 2xx, and the response to the client ends
- * only when they are in Redis (waiting at most firstWaitMs): a client's next request cannot
- * overtake them, and the client's traffic is never failed by the audit trail. If Redis is away
- * longer than enqueueRetryMs, those events are dropped and counted in
+ * Events are handed to the producer once the upstream answered 2xx, before the client sees
+ * the end of the response, and never delay or fail the client's traffic. The producer writes
+ * them in the order it got them, so a client's next request cannot overtake them. If Redis is
+ * away longer than enqueueRetryMs, they are dropped and counted in
  * sidecar_proxy_events_lost_total.
  */
 export class ReverseProxy {
@@ -52,12 +53,16 @@ export class ReverseProxy {
   private readonly pending = new Set<Promise<void>>();
   private readonly closing = new AbortController();
   private readonly enqueueRetryMs: number;
+  private readonly lingerMs: number;
+  private buffered: StampedEvent[] = [];
+  private lingerTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ReverseProxyOptions) {
     const upstream = new URL(options.upstream);
     this.basePath = upstream.pathname.replace(/\/+$/, '');
     this.pool = new Pool(upstream.origin, { keepAliveTimeout: 30_000 });
     this.enqueueRetryMs = options.enqueueRetryMs ?? 60_000;
+    this.lingerMs = options.lingerMs ?? 5;
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err) => {
         options.log.error({ err: (err as Error).message }, 'proxy request failed');
@@ -89,12 +94,6 @@ export class ReverseProxy {
     const match = this.options.routes.match(method, pathname);
     this.options.metrics.proxyRequests.inc({ matched: match ? 'true' : 'false' });
 
-    // The client hanging up aborts the upstream exchange too.
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-
     let body: Readable | Buffer | null = hasBody(req) ? req : null;
     let requestBody: unknown;
     let requestBodyMissing = false;
@@ -120,10 +119,9 @@ export class ReverseProxy {
         path: this.basePath + target,
         headers: forwardHeaders(req),
         body,
-        signal: abort.signal,
       });
     } catch (err) {
-      if (abort.signal.aborted) return;
+      if (res.destroyed) return;
       const timedOut = err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError;
       this.options.log.warn({ code: (err as { code?: string }).code }, 'upstream request failed');
       req.resume();
@@ -138,50 +136,53 @@ export class ReverseProxy {
     const succeeded = upstream.statusCode >= 200 && upstream.statusCode < 300;
     const reporting = match !== undefined && succeeded;
     const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
-    const query = new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
+    const query = () => new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
     if (requestBodyMissing) this.options.metrics.proxyEventsLost.inc({ reason: 'request-body-unavailable' });
-    // Events that need nothing from the response body go to Redis while the body streams.
-    let enqueued: Promise<void> | undefined =
-      reporting && !tap ? this.emit(match, { params: match.params, query, headers: req.headers, requestBody }) : undefined;
+    // Events that need nothing from the response body are handed over before it streams.
+    if (reporting && !tap) this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody });
 
     res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
-    if (!reporting) {
-      await pipeline(upstream.body, res).catch(() => {});
+    if (!tap || !match) {
+      await relay(upstream.body, res, undefined, true);
       return;
     }
-    let complete = true;
-    try {
-      if (tap) await pipeline(upstream.body, tap, res, { end: false });
-      else await pipeline(upstream.body, res, { end: false });
-    } catch {
-      complete = false;
+    const complete = await relay(upstream.body, res, tap, false);
+    let responseBody: unknown;
+    if (complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
+      responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
     }
-    if (tap) {
-      let responseBody: unknown;
-      if (complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
-        responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
-      }
-      if (responseBody === undefined) this.options.metrics.proxyEventsLost.inc({ reason: 'response-body-unavailable' });
-      enqueued = this.emit(match, { params: match.params, query, headers: req.headers, requestBody, responseBody });
-    }
-    // The response ends once its events are in Redis, so a client's next request cannot
-    // overtake them; if Redis is slow, only up to the enqueue timeout.
-    await enqueued;
+    if (responseBody === undefined) this.options.metrics.proxyEventsLost.inc({ reason: 'response-body-unavailable' });
+    this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody, responseBody });
+    // Only now may the client see the end of the response: its next request's events are
+    // then handed to the producer after these, and the producer keeps that order into Redis.
     if (complete) res.end();
   }
 
-  /** Builds and enqueues events; resolves when Redis has them or the first wait is over. */
-  private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): Promise<void> {
+  private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {
     const built = buildEvents(match.route, ctx);
     if (built.skipped.length > 0) {
       this.options.log.debug({ route: match.route.index, skipped: built.skipped }, 'attributes without events');
     }
-    if (built.events.length === 0) return Promise.resolve();
-    const now = new Date();
-    const events = built.events.map((e) => stampEvent(e, now));
+    if (built.events.length === 0) return;
+    const now = new Date().toISOString();
+    for (const e of built.events) this.buffered.push(stampEvent(e, now));
+    if (this.buffered.length >= maxLingerEvents) this.flush();
+    else this.lingerTimer ??= setTimeout(() => this.flush(), this.lingerMs);
+  }
+
+  /**
+   * Events of proxied requests linger a few milliseconds and go to Redis together: nobody
+   * waits on them, and one job per request would cost Redis and the worker more than the
+   * proxying itself. Order is kept: this buffer and the producer are both first in, first out.
+   */
+  private flush(): void {
+    clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
+    if (this.buffered.length === 0) return;
+    const events = this.buffered;
+    this.buffered = [];
     const job = this.enqueue(events).finally(() => this.pending.delete(job));
     this.pending.add(job);
-    return Promise.race([job, sleep(this.options.firstWaitMs ?? 5000)]);
   }
 
   private async enqueue(events: StampedEvent[]): Promise<void> {
@@ -208,6 +209,7 @@ export class ReverseProxy {
     this.server.closeIdleConnections();
     const grace = sleep(graceMs).then(() => this.server.closeAllConnections());
     await Promise.race([closed, grace]);
+    this.flush();
     await Promise.race([Promise.allSettled([...this.pending]), sleep(graceMs)]);
     this.closing.abort();
     await Promise.allSettled([...this.pending]);
@@ -264,7 +266,10 @@ function decode(buffer: Buffer, encoding: string | undefined, limit: number): Bu
   }
 }
 
+const noTokens = new Set<string>();
+
 function connectionTokens(value: string | string[] | undefined): Set<string> {
+  if (value === undefined) return noTokens;
   const list = Array.isArray(value) ? value.join(',') : (value ?? '');
   return new Set(list.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
 }
@@ -299,6 +304,36 @@ function responseHeaders(headers: Record<string, string | string[] | undefined>)
     out[name] = value;
   }
   return out;
+}
+
+/**
+ * Streams the upstream body to the client (through `tap` if given) and resolves true once it
+ * all went through, false if either side broke off; a client hanging up stops the upstream
+ * transfer. (Plain pipe() rather than stream.pipeline: the latter allocates an AbortController
+ * and a DOMException per call, a measurable cost per proxied request.)
+ */
+function relay(source: Readable, res: ServerResponse, tap: Tap | undefined, end: boolean): Promise<boolean> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const settle = (ok: boolean) => {
+      if (settled) return;
+      settled = true;
+      resolve(ok);
+    };
+    const out = tap ? source.pipe(tap) : source;
+    out.pipe(res, { end });
+    if (end) res.once('finish', () => settle(true));
+    else out.once('end', () => settle(true));
+    source.once('error', () => {
+      res.destroy();
+      settle(false);
+    });
+    res.once('close', () => {
+      if (settled) return;
+      source.destroy();
+      settle(res.writableFinished);
+    });
+  });
 }
 
 /** Reads until the end or just past `limit` bytes, leaving the rest of the stream unread. */
