@@ -405,3 +405,32 @@ test('concurrent stores of one nonrepeatable attribute to a new subject leave on
   t.is((await read(v, `/entities/${id}/attributes/${LOG}`)).body.data.length, 12);
   t.is((await v.vault.db.selectFrom('entities').select('id').where('id', '=', id).execute()).length, 1);
 });
+
+test('every store, overwrite, read and delete is in the activity log, one record per data point', async (t) => {
+  const NAME = await define(v, { key: uid('NAME'), schema: { first: 'string' } });
+  const NOTE = await define(v, { key: uid('NOTE'), repeatable: true });
+  const id = uid('subject');
+  const app = await v.createApplication(['*']);
+  const [name, note] = (await store(v, id, [{ attribute: NAME, value: { first: 'Ada' } }, { attribute: NOTE, value: 'n' }], { apiKey: app, origin: 'FR' })).body.data;
+  await store(v, id, [{ attribute: NAME, value: { first: 'Augusta' } }], { apiKey: app });
+  await read(v, `/entities/${id}/attributes`, { apiKey: app });
+  await v.request('DELETE', `/data/${note.dataPointId}`, { apiKey: app });
+  await v.request('DELETE', `/entities/${id}/data`, { apiKey: app });
+
+  const res = await v.request('GET', '/activity', { query: { subjectId: id } });
+  t.is(res.status, 200);
+  const records = res.body.data.map((r: any) => [r.eventType, r.dataPointId, r.attribute, r.reportOnly]);
+  t.deepEqual(records, [
+    ['STORE', name.dataPointId, NAME, false],
+    ['STORE', note.dataPointId, NOTE, false],
+    ['UPDATE', name.dataPointId, NAME, false],
+    ['READ', name.dataPointId, NAME, false],
+    ['READ', note.dataPointId, NOTE, false],
+    ['DELETE', note.dataPointId, NOTE, false],
+    ['DELETE', name.dataPointId, NAME, false],
+  ]);
+  const appId = (await v.request('GET', '/applications')).body.data.find((a: any) => a.admin === false && res.body.data[0].applicationId === a.id)?.id;
+  t.truthy(appId, 'recorded under the calling application');
+  t.true(res.body.data.every((r: any) => r.applicationId === appId));
+  t.false(JSON.stringify(res.body).includes('Ada'), 'never a value');
+});
