@@ -114,7 +114,7 @@ export class Vault {
       announce(`Admin API key (shown once, store it safely): ${generatedKey}`);
     }
     if (this.config.encryptionPublicKey) {
-      await this.keyring.register(parsePublicKeyHeader(this.config.encryptionPublicKey), 'active');
+      await this.keyring.adopt(parsePublicKeyHeader(this.config.encryptionPublicKey));
     } else if (!(await this.keyring.active())) {
       const pair = generateKeyPair();
       const privatePath = join(this.config.dataDir, 'vault-private-key.pem');

@@ -2,11 +2,11 @@
  * The operator's command line. Every verb works on the vault configured by the same
  * environment as the server (VAULT_DATA_DIR, VAULT_DB, ...), directly on its database.
  */
-import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config.js';
-import { generateKeyPair } from '../crypto/keys.js';
+import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
 import { createLogger } from '../logger.js';
 import { verifyActivityChain } from '../activity/service.js';
 import { Vault } from '../vault.js';
@@ -150,6 +150,67 @@ export const commands: Record<string, Command> = {
       }
       io.out(`Activity log BROKEN at sequence ${result.firstBrokenSequence} (event ${result.firstBrokenEventId}) after ${result.records} records`);
       return 1;
+    },
+  },
+
+  'keys register': {
+    summary: 'Register a new public key as the active one (new data keys are wrapped under it)',
+    usage: 'vault keys register --public-key FILE',
+    options: { 'public-key': { type: 'string' } },
+    async run({ values }, io) {
+      const file = values['public-key'];
+      if (!file || !existsSync(String(file))) {
+        io.err('--public-key must name a PEM public key file');
+        return 2;
+      }
+      const key = await withVault(io, (vault) => vault.keyring.register(parsePublicKeyHeader(readFileSync(String(file), 'utf8')), 'active'));
+      io.out(`Registered ${key.id} as the active key. The previous key stays readable until retired.`);
+      return 0;
+    },
+  },
+
+  'keys rewrap': {
+    summary: 'Give every data key under an old key a copy under the active key (the vault keeps serving)',
+    usage: 'vault keys rewrap --old-private-key FILE',
+    options: { 'old-private-key': { type: 'string' } },
+    async run({ values }, io) {
+      const file = values['old-private-key'];
+      if (!file || !existsSync(String(file))) {
+        io.err('--old-private-key must name the PEM private key of the key being replaced');
+        return 2;
+      }
+      const count = await withVault(io, async (vault) => {
+        const old = await vault.keyring.requireDecryptionKey(Buffer.from(readFileSync(String(file))).toString('base64'));
+        const active = await vault.keyring.active();
+        if (!active || active.id === old.registered.id) throw new Error('register the new key first (vault keys register)');
+        return vault.datapoints.dataKeys.rewrap(vault.db, old, active);
+      });
+      io.out(`Re-wrapped ${count} data keys under the active key. Both private keys read everything until the old key is retired.`);
+      return 0;
+    },
+  },
+
+  'keys retire': {
+    summary: "Destroy an old key's wrapped copies and unregister it (after rewrap)",
+    usage: 'vault keys retire --key-id ID',
+    options: { 'key-id': { type: 'string' } },
+    async run({ values }, io) {
+      const id = values['key-id'];
+      if (!id) {
+        io.err('--key-id is required (see vault keys list)');
+        return 2;
+      }
+      const moved = await withVault(io, async (vault) => {
+        const retiring = await vault.keyring.byId(String(id));
+        const active = await vault.keyring.active();
+        if (!retiring) throw new Error(`no registered key ${id}`);
+        if (!active || active.id === retiring.id) throw new Error('the active key cannot be retired: register its successor first');
+        const count = await vault.datapoints.dataKeys.retire(vault.db, retiring, active);
+        await vault.keyring.remove(retiring.id);
+        return count;
+      });
+      io.out(`Retired ${id}: ${moved} data keys now rest on the active key alone. Destroy the old private key.`);
+      return 0;
     },
   },
 

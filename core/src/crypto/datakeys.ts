@@ -49,7 +49,7 @@ export class DataKeys {
    * purged the subject) and was wrapped by the key now in use; otherwise a fresh key is
    * generated and its wrapped copy written in the same transaction.
    */
-  async forStore(trx: Kysely<Database>, entityId: string, wrapping: RegisteredKey, now: string): Promise<DataKey> {
+  async forStore(trx: Kysely<Database>, entityId: string, wrapping: RegisteredKey, now: string, readers: readonly RegisteredKey[] = []): Promise<DataKey> {
     const currentId = this.current.get(entityId);
     const cached = currentId === undefined ? undefined : this.byId.get(currentId);
     if (currentId !== undefined && cached && cached.entityId === entityId && cached.encryptionKeyId === wrapping.id) {
@@ -63,6 +63,15 @@ export class DataKeys {
       .insertInto('subject_keys')
       .values({ id, entity_id: entityId, encryption_key_id: wrapping.id, wrapped_key: wrapDataKey(wrapping.publicKey, key), created_date: now })
       .execute();
+    // During a rotation every registered key can read what is stored meanwhile, so callers
+    // may switch private keys at their own pace.
+    const extra = readers.filter((r) => r.id !== wrapping.id);
+    if (extra.length > 0) {
+      await trx
+        .insertInto('subject_key_wraps')
+        .values(extra.map((r) => ({ subject_key_id: id, encryption_key_id: r.id, wrapped_key: wrapDataKey(r.publicKey, key), created_date: now })))
+        .execute();
+    }
     // If the transaction rolls back, the row check above discards this entry on next use.
     this.byId.set(id, { key, entityId, encryptionKeyId: wrapping.id });
     this.current.set(entityId, id);
@@ -84,17 +93,29 @@ export class DataKeys {
     }
     for (let i = 0; i < missing.length; i += CHUNK) {
       const rows = await db.selectFrom('subject_keys').selectAll().where('id', 'in', missing.slice(i, i + CHUNK)).execute();
+      const foreign = rows.filter((row) => row.encryption_key_id !== credential.registered.id).map((row) => row.id);
+      const wraps = new Map<string, Buffer>();
+      if (foreign.length > 0) {
+        const found = await db
+          .selectFrom('subject_key_wraps')
+          .select(['subject_key_id', 'wrapped_key'])
+          .where('subject_key_id', 'in', foreign)
+          .where('encryption_key_id', '=', credential.registered.id)
+          .execute();
+        for (const w of found) wraps.set(w.subject_key_id, Buffer.from(w.wrapped_key));
+      }
       for (const row of rows) {
-        if (row.encryption_key_id !== credential.registered.id) throw badRequest(INVALID_KEY);
+        const wrapped = row.encryption_key_id === credential.registered.id ? Buffer.from(row.wrapped_key) : wraps.get(row.id);
+        if (!wrapped) throw badRequest(INVALID_KEY);
         let key: Buffer;
         try {
           this.unwraps++;
-          key = unwrapDataKey(credential.privateKey(), Buffer.from(row.wrapped_key));
+          key = unwrapDataKey(credential.privateKey(), wrapped);
         } catch (err) {
           if (err instanceof EnvelopeError) throw badRequest(INVALID_KEY);
           throw err;
         }
-        this.byId.set(row.id, { key, entityId: row.entity_id, encryptionKeyId: row.encryption_key_id });
+        this.byId.set(row.id, { key, entityId: row.entity_id, encryptionKeyId: credential.registered.id });
         if (this.current.get(row.entity_id) === undefined) this.current.set(row.entity_id, row.id);
         out.set(row.id, key);
       }
@@ -103,24 +124,30 @@ export class DataKeys {
   }
 
   /**
-   * Key rotation: re-wraps every data key wrapped by `from` (proven by its private key) under
-   * `to`. Afterwards the old private key opens nothing in the live database, and once it is
-   * destroyed, backups taken before the rotation (and before any purge) are unreadable too.
-   * Values are not re-encrypted: their data keys stay the same. Returns the keys re-wrapped.
+   * Key rotation, step one: gives every data key wrapped by `from` (proven by its private
+   * key) a second wrapped copy under `to`. Both private keys then read everything, so
+   * clients switch keys while the vault keeps serving. Values are not re-encrypted: their
+   * data keys stay the same. Returns the number of data keys that gained a copy.
    */
   async rewrap(db: Kysely<Database>, from: DecryptionCredential, to: RegisteredKey, batchSize = 200): Promise<number> {
     if (from.registered.id === to.id) return 0;
     let done = 0;
+    let after = '';
     for (;;) {
       const rows = await db
         .selectFrom('subject_keys')
-        .select(['id', 'entity_id', 'wrapped_key'])
+        .select(['id', 'wrapped_key'])
         .where('encryption_key_id', '=', from.registered.id)
+        .where('id', '>', after)
+        .where((eb) =>
+          eb.not(eb.exists(eb.selectFrom('subject_key_wraps').select('subject_key_id').whereRef('subject_key_wraps.subject_key_id', '=', 'subject_keys.id').where('subject_key_wraps.encryption_key_id', '=', to.id))),
+        )
         .orderBy('id')
         .limit(batchSize)
         .execute();
       if (rows.length === 0) return done;
-      for (const row of rows) {
+      const now = new Date().toISOString();
+      const copies = rows.map((row) => {
         let key: Buffer;
         try {
           this.unwraps++;
@@ -129,17 +156,55 @@ export class DataKeys {
           if (err instanceof EnvelopeError) throw badRequest(INVALID_KEY);
           throw err;
         }
-        // Conditional on the old wrapping, so two concurrent rotations cannot both apply.
-        await db
-          .updateTable('subject_keys')
-          .set({ encryption_key_id: to.id, wrapped_key: wrapDataKey(to.publicKey, key) })
-          .where('id', '=', row.id)
-          .where('encryption_key_id', '=', from.registered.id)
-          .execute();
-        this.byId.set(row.id, { key, entityId: row.entity_id, encryptionKeyId: to.id });
-        done++;
-      }
+        return { subject_key_id: row.id, encryption_key_id: to.id, wrapped_key: wrapDataKey(to.publicKey, key), created_date: now };
+      });
+      // A purge racing the rotation may have removed some keys meanwhile; their copies go too.
+      await db.insertInto('subject_key_wraps').values(copies).onConflict((oc) => oc.columns(['subject_key_id', 'encryption_key_id']).doNothing()).execute();
+      await db.deleteFrom('subject_key_wraps').where('subject_key_id', 'in', rows.map((r) => r.id)).where((eb) => eb.not(eb.exists(eb.selectFrom('subject_keys').select('id').whereRef('subject_keys.id', '=', 'subject_key_wraps.subject_key_id')))).execute();
+      done += rows.length;
+      after = rows[rows.length - 1].id;
     }
+  }
+
+  /**
+   * Key rotation, step two: the retiring key's wrapped copies are destroyed, each data key
+   * keeping the copy another key holds. Refused while any data key has no other copy (run
+   * `rewrap` first). Afterwards the old private key opens nothing in the live database, and
+   * once it is destroyed, backups taken before the rotation are unreadable too.
+   */
+  async retire(db: Kysely<Database>, retiring: RegisteredKey, onto: RegisteredKey, batchSize = 500): Promise<number> {
+    const stranded = await db
+      .selectFrom('subject_keys')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('encryption_key_id', '=', retiring.id)
+      .where((eb) =>
+        eb.not(eb.exists(eb.selectFrom('subject_key_wraps').select('subject_key_id').whereRef('subject_key_wraps.subject_key_id', '=', 'subject_keys.id').where('subject_key_wraps.encryption_key_id', '=', onto.id))),
+      )
+      .executeTakeFirstOrThrow();
+    if (Number(stranded.n) > 0) throw badRequest(`${Number(stranded.n)} data keys are readable only with the retiring key: run rewrap first`);
+    let moved = 0;
+    for (;;) {
+      const done = await db.transaction().execute(async (trx) => {
+        const rows = await trx
+          .selectFrom('subject_keys')
+          .innerJoin('subject_key_wraps', 'subject_key_wraps.subject_key_id', 'subject_keys.id')
+          .select(['subject_keys.id as id', 'subject_key_wraps.wrapped_key as wrapped'])
+          .where('subject_keys.encryption_key_id', '=', retiring.id)
+          .where('subject_key_wraps.encryption_key_id', '=', onto.id)
+          .limit(batchSize)
+          .execute();
+        for (const row of rows) {
+          await trx.updateTable('subject_keys').set({ encryption_key_id: onto.id, wrapped_key: Buffer.from(row.wrapped) }).where('id', '=', row.id).execute();
+          await trx.deleteFrom('subject_key_wraps').where('subject_key_id', '=', row.id).where('encryption_key_id', '=', onto.id).execute();
+        }
+        return rows.length;
+      });
+      moved += done;
+      if (done === 0) break;
+    }
+    await db.deleteFrom('subject_key_wraps').where('encryption_key_id', '=', retiring.id).execute();
+    this.byId.deleteWhere((cached) => cached.encryptionKeyId === retiring.id);
+    return moved;
   }
 
   /** Forgets every key of a purged subject, so not even this process can read its values. */

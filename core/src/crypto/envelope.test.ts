@@ -135,7 +135,7 @@ test('reads unwrap each data key once, and only for a holder of the wrapping key
   t.is((await reader.forRead(v.vault.db, [made.id], cred)).size, 0, 'a shredded key is gone for good');
 });
 
-test('a key rotation re-wraps data keys: the new pair reads everything, the old one nothing', async (t) => {
+test('a key rotation: after rewrap both pairs read everything; after retire only the new one', async (t) => {
   // Its own vault: the rotation changes the active key.
   const v = await startTestVault();
   t.teardown(() => v.close());
@@ -149,20 +149,30 @@ test('a key rotation re-wraps data keys: the new pair reads everything, the old 
   const next = generateKeyPair(2048);
   const registered = await v.vault.keyring.register(createPublicKey(next.publicPem), 'active');
   const keys = v.vault.datapoints.dataKeys;
+  const url = `/entities/${subject}/attributes/${NAME}`;
+  const readWith = (privateKeyHeader: string) => v.request('GET', url, { headers: { 'x-decryption-key': privateKeyHeader } });
+
   const count = await keys.rewrap(v.vault.db, old, registered);
   t.true(count >= 1);
-  t.is(await keys.rewrap(v.vault.db, old, registered), 0, 'nothing is left under the old key');
+  t.is(await keys.rewrap(v.vault.db, old, registered), 0, 'a second rewrap has nothing left to do');
   keys.clear();
-  const url = `/entities/${subject}/attributes/${NAME}`;
-  const withNew = await v.request('GET', url, { headers: { 'x-decryption-key': next.privateKey } });
-  t.is(withNew.body.data[0].value, 'before rotation');
-  const withOld = await v.request('GET', url, { headers: { 'x-decryption-key': pair.privateKey } });
+  t.is((await readWith(next.privateKey)).body.data[0].value, 'before rotation');
+  t.is((await readWith(pair.privateKey)).body.data[0].value, 'before rotation', 'the old pair still reads during the rotation');
+
+  // Stored during the rotation: readable with either pair as well.
+  const during = await v.request('POST', `/entities/${subject}/attributes`, { body: { data: [{ attribute: NAME, value: 'during' }] }, headers: { 'x-encryption-key': next.publicKey } });
+  t.is(during.status, 200);
+  keys.clear();
+  t.is((await readWith(pair.privateKey)).body.data[0].value, 'during');
+
+  await keys.retire(v.vault.db, old.registered, registered);
+  await v.vault.keyring.remove(old.registered.id);
+  keys.clear();
+  t.is((await readWith(next.privateKey)).body.data[0].value, 'during');
+  const withOld = await readWith(pair.privateKey);
   t.is(withOld.status, 400);
   t.is(withOld.body.message, 'Encoded key provided is invalid');
   const rows = await v.vault.db.selectFrom('subject_keys').select('wrapped_key').execute();
-  for (const row of rows) t.throws(() => unwrapDataKey(privateKey, Buffer.from(row.wrapped_key)), { instanceOf: EnvelopeError });
-  // New stores wrap under the new key; the old public key still names a registered (retired) key.
-  const after = await v.request('POST', `/entities/${subject}/attributes`, { body: { data: [{ attribute: NAME, value: 'after' }] }, headers: { 'x-encryption-key': pair.publicKey } });
-  t.is(after.status, 200);
-  t.is((await v.request('GET', url, { headers: { 'x-decryption-key': next.privateKey } })).body.data[0].value, 'after');
+  const copies = await v.vault.db.selectFrom('subject_key_wraps').select('wrapped_key').execute();
+  for (const row of [...rows, ...copies]) t.throws(() => unwrapDataKey(privateKey, Buffer.from(row.wrapped_key)), { instanceOf: EnvelopeError });
 });

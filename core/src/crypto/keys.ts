@@ -106,6 +106,7 @@ export interface DecryptionCredential {
 
 export class Keyring {
   private cache = new Map<string, RegisteredKey>();
+  private snapshot?: { keys: RegisteredKey[]; until: number };
   /**
    * Headers already proven to be a registered key's private half, by keyed digest (never
    * the header itself), so repeated reads skip the parse and the proof. The digest key is
@@ -135,38 +136,61 @@ export class Keyring {
       }
     });
     this.cache.clear();
+    this.snapshot = undefined;
     this.verified.clear();
     return { id, publicKey, status };
   }
 
   async list(): Promise<RegisteredKey[]> {
-    const rows = await this.db.selectFrom('encryption_keys').selectAll().orderBy('created_date').execute();
-    return rows.map((r) => ({ id: r.id, publicKey: createPublicKey(r.public_key_pem), status: r.status }));
+    const rows = await this.db.selectFrom('encryption_keys').selectAll().where('status', '!=', 'destroyed').orderBy('created_date').execute();
+    return rows.map((r) => ({ id: r.id, publicKey: createPublicKey(r.public_key_pem), status: r.status as RegisteredKey['status'] }));
+  }
+
+  /**
+   * The key named by the environment at start: registered as the active key the first time
+   * it is seen, and left alone after that, so a rotation done meanwhile (or a key destroyed)
+   * is not undone by the next restart with the old setting.
+   */
+  async adopt(publicKey: KeyObject): Promise<void> {
+    const known = await this.db.selectFrom('encryption_keys').select('id').where('id', '=', keyFingerprint(publicKey)).executeTakeFirst();
+    if (!known) await this.register(publicKey, 'active');
   }
 
   async retire(id: string): Promise<void> {
     await this.db.updateTable('encryption_keys').set({ status: 'retired' }).where('id', '=', id).execute();
     this.cache.clear();
+    this.snapshot = undefined;
   }
 
   async remove(id: string): Promise<void> {
-    await this.db.deleteFrom('encryption_keys').where('id', '=', id).execute();
+    await this.db.updateTable('encryption_keys').set({ status: 'destroyed' }).where('id', '=', id).execute();
     this.cache.clear();
+    this.snapshot = undefined;
     this.verified.clear();
   }
 
   /** The key new data keys are wrapped under. */
   async active(): Promise<RegisteredKey | undefined> {
-    return (await this.list()).find((k) => k.status === 'active');
+    return (await this.registered()).find((k) => k.status === 'active');
+  }
+
+  /**
+   * Every registered key, re-read at most once a second: stores need it on every request,
+   * and a key registered through another process is picked up within that second.
+   */
+  async registered(): Promise<RegisteredKey[]> {
+    const now = Date.now();
+    if (!this.snapshot || this.snapshot.until < now) this.snapshot = { keys: await this.list(), until: now + 1000 };
+    return this.snapshot.keys;
   }
 
   /** Looks a key up by id; a miss re-reads the table, since another process may have registered it. */
   async byId(id: string): Promise<RegisteredKey | undefined> {
     const hit = this.cache.get(id);
     if (hit) return hit;
-    const row = await this.db.selectFrom('encryption_keys').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.db.selectFrom('encryption_keys').selectAll().where('id', '=', id).where('status', '!=', 'destroyed').executeTakeFirst();
     if (!row) return undefined;
-    const key: RegisteredKey = { id: row.id, publicKey: createPublicKey(row.public_key_pem), status: row.status };
+    const key: RegisteredKey = { id: row.id, publicKey: createPublicKey(row.public_key_pem), status: row.status as RegisteredKey['status'] };
     this.cache.set(id, key);
     return key;
   }

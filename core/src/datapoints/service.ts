@@ -116,7 +116,8 @@ export class DataPointService {
   async store(caller: Caller, input: StoreInput): Promise<DataPoint[]> {
     const requestedKey = await this.vault.keyring.requirePublicKey(input.encryptionKey);
     // New data keys are wrapped by the active key (the header only has to be a registered one).
-    const wrapping = (await this.vault.keyring.active()) ?? requestedKey;
+    const registered = await this.vault.keyring.registered();
+    const wrapping = registered.find((k) => k.status === 'active') ?? requestedKey;
     const items = input.request.data;
     if (items.length === 0) return [];
     for (const item of items) {
@@ -183,7 +184,7 @@ export class DataPointService {
       }
 
       const now = nowIso();
-      const dataKey = await this.dataKeys.forStore(trx, entity.id, wrapping, now);
+      const dataKey = await this.dataKeys.forStore(trx, entity.id, wrapping, now, registered);
       await ensureTags(trx, planned.flatMap((p) => [...p.candidate.tags]));
       const oldRoots = [...overwritten.values()].flat().map((r) => r.id);
       if (oldRoots.length > 0) await deleteStructures(trx, oldRoots);
@@ -489,6 +490,10 @@ export class DataPointService {
       await trx.deleteFrom('datapoint_tags').where('datapoint_id', 'in', ofEntity).execute();
       await trx.deleteFrom('datapoint_regulations').where('datapoint_id', 'in', ofEntity).execute();
       await trx.deleteFrom('datapoints').where('entity_id', '=', entity.id).execute();
+      await trx
+        .deleteFrom('subject_key_wraps')
+        .where('subject_key_id', 'in', trx.selectFrom('subject_keys').select('id').where('entity_id', '=', entity.id))
+        .execute();
       await trx.deleteFrom('subject_keys').where('entity_id', '=', entity.id).execute();
       await trx.deleteFrom('entity_tags').where('entity_id', '=', entity.id).execute();
       await trx.deleteFrom('entities').where('id', '=', entity.id).execute();

@@ -23,8 +23,11 @@ export interface EncryptionKeysTable {
   /** SHA-256 of the SPKI DER, hex. */
   id: string;
   public_key_pem: string;
-  /** `active` wraps new data keys; `retired` keys are kept readable until rewrapped. */
-  status: 'active' | 'retired';
+  /**
+   * `active` wraps new data keys; `retired` keys stay readable until retired for good;
+   * `destroyed` is a tombstone, so a start with an old key in its environment cannot revive it.
+   */
+  status: 'active' | 'retired' | 'destroyed';
   created_date: string;
 }
 
@@ -105,6 +108,14 @@ export interface SubjectKeysTable {
   created_date: string;
 }
 
+/** Further wrapped copies of a data key, one per registered key, while a rotation runs. */
+export interface SubjectKeyWrapsTable {
+  subject_key_id: string;
+  encryption_key_id: string;
+  wrapped_key: Buffer;
+  created_date: string;
+}
+
 export interface DatapointsTable {
   id: string;
   entity_id: string;
@@ -152,6 +163,7 @@ export interface RegistryTables {
   entities: EntitiesTable;
   entity_tags: EntityTagsTable;
   subject_keys: SubjectKeysTable;
+  subject_key_wraps: SubjectKeyWrapsTable;
   datapoints: DatapointsTable;
   datapoint_tags: DatapointTagsTable;
   datapoint_regulations: DatapointRegulationsTable;

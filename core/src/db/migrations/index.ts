@@ -3,6 +3,7 @@ import * as registry from './0001_registry.js';
 import * as activity from './0002_activity.js';
 import * as rules from './0003_rules.js';
 import * as dataplane from './0004_dataplane.js';
+import * as keyRotation from './0005_key_rotation.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_activity': activity,
   '0003_rules': rules,
   '0004_dataplane': dataplane,
+  '0005_key_rotation': keyRotation,
 };
