@@ -109,7 +109,3 @@ export async function compare(ctx: BenchContext, options: CompareOptions): Promi
 export function ratioTarget(min: number, of = 'baseline'): (f: Figure) => Target {
   return (f) => ({ text: `>= ${min}x ${of}`, pass: f.ratio !== undefined && f.ratio >= min && !f.problems?.length });
 }
-
-export function skip(ctx: BenchContext, scenario: string, name: string, reason: string, target?: string): void {
-  ctx.figures.push({ scenario, name, unit: 'req/s', value: null, skipped: reason, target: target ? { text: target, pass: false } : undefined });
-}

@@ -29,7 +29,6 @@ export interface Figure {
   target?: Target;
   /** Errors, non-2xx answers, incomplete delivery: the figure cannot be trusted. */
   problems?: string[];
-  skipped?: string;
   notes?: string[];
   load?: Measurement;
   baselineLoad?: Measurement;
@@ -70,7 +69,6 @@ function pad(text: string, width: number, right = false): string {
 export function formatTable(figures: Figure[]): string {
   const header = ['scenario', 'figure', 'value', 'unit', 'p50 ms', 'p99 ms', 'baseline', 'ratio', 'target', 'result'];
   const rows = figures.map((f) => {
-    if (f.skipped) return [f.scenario, f.name, f.skipped, '', '', '', '', '', f.target?.text ?? '', 'SKIPPED'];
     const result = f.problems?.length ? 'ERRORS' : f.target ? (f.target.pass ? 'pass' : 'FAIL') : '';
     return [
       f.scenario,

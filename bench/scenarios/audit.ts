@@ -4,10 +4,10 @@
  * without a data point id (the vault generates one) or an eventId (nothing is deduplicated),
  * so each event creates a report-only point, runs the rules and appends to the hash chain.
  */
-import { compare, skip, type BenchContext } from '../context.js';
+import { compare, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { startVaultAndBaseline } from '../processes.js';
-import { createApplication, defineAttributes, textValue, vaultRoutes } from './shared.js';
+import { createApplication, defineAttributes, textValue } from './shared.js';
 
 export const SCENARIOS = ['audit-bulk'];
 
@@ -30,11 +30,6 @@ export async function runAudit(ctx: BenchContext): Promise<void> {
   ctx.log('audit: starting vault and baseline');
   const { vault, baseline } = await startVaultAndBaseline();
   try {
-    const routes = await vaultRoutes(vault.url);
-    if (!routes.has('POST /auditlogs/bulk') || !routes.has('POST /attributes')) {
-      for (const n of SIZES) skip(ctx, 'audit-bulk', `bulk audit, ${n} per request`, 'skipped (not implemented)', n === 1000 ? '>= 20,000 events/s' : undefined);
-      return;
-    }
     await defineAttributes(vault, [{ key: ATTRIBUTE, schema: 'string', repeatable: true }]);
     const app = await createApplication(vault, [ATTRIBUTE]);
     for (const n of SIZES) {

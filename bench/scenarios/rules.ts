@@ -7,10 +7,10 @@
  * matches and a value comparison that does not.
  */
 import { Api, inParallel } from '../api.js';
-import { compare, skip, type BenchContext } from '../context.js';
+import { compare, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { startVaultAndBaseline } from '../processes.js';
-import { adminApi, check, createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
+import { adminApi, check, createApplication, defineAttributes, storeHeaders, textValue } from './shared.js';
 import type { Figure } from '../report.js';
 
 export const SCENARIOS = ['rules'];
@@ -36,11 +36,6 @@ export async function runRules(ctx: BenchContext): Promise<void> {
   ctx.log('rules: starting vault and baseline');
   const { vault, baseline } = await startVaultAndBaseline();
   try {
-    const routes = await vaultRoutes(vault.url);
-    if (!routes.has('POST /rules') || !routes.has('POST /entities/{entityId}/attributes')) {
-      for (const n of COUNTS) skip(ctx, 'rules', `store with ${n} active rules`, 'skipped (not implemented)', n === 100 ? '>= 0.5x 0 rules' : undefined);
-      return;
-    }
     await defineAttributes(vault, [
       { key: NOTE, schema: 'string', repeatable: true, indexed: true },
       { key: OTHER, schema: 'string' },

@@ -9,11 +9,11 @@
  * SQLite file (it has no work to skip).
  */
 import { Api, inParallel } from '../api.js';
-import { compare, skip, type BenchContext } from '../context.js';
+import { compare, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
 import { openBaselineDatabase } from '../baseline.js';
 import { peakRssMb, startVaultAndBaseline } from '../processes.js';
-import { check, createApplication, defineAttributes, storeHeaders, textValue, vaultRoutes } from './shared.js';
+import { check, createApplication, defineAttributes, storeHeaders, textValue } from './shared.js';
 import type { Figure } from '../report.js';
 
 export const SCENARIOS = ['search', 'vault-rss'];
@@ -50,11 +50,6 @@ export async function runSearch(ctx: BenchContext): Promise<void> {
   ctx.log('search: starting vault and baseline');
   const { vault, baseline } = await startVaultAndBaseline();
   try {
-    const routes = await vaultRoutes(vault.url);
-    if (!routes.has('POST /search') || !routes.has('POST /entities/{entityId}/attributes')) {
-      for (const s of SCENARIOS) if (ctx.wants(s)) skip(ctx, s, s, 'skipped (not implemented)');
-      return;
-    }
     await defineAttributes(vault, [{ key: ATTRIBUTE, schema: 'string', repeatable: true, indexed: true }]);
     const app = await createApplication(vault, [ATTRIBUTE]);
     const store = new Api(vault.url, storeHeaders(app.apiKey, vault));

@@ -1,18 +1,9 @@
 /**
- * Set-up steps several scenario groups share: finding out what the vault under test serves,
- * attribute definitions, a non-admin application to call with, and deterministic values.
+ * Set-up steps several scenario groups share: attribute definitions, a non-admin
+ * application to call with, deterministic values, and checks that seeding did its job.
  */
 import { Api } from '../api.js';
 import type { VaultProcess } from '../../core/src/testing/process.js';
-
-/** `METHOD /path/{param}` for every route in the vault's OpenAPI document. */
-export async function vaultRoutes(url: string): Promise<Set<string>> {
-  const res = await fetch(`${url}/openapi.json`);
-  const doc = (await res.json()) as { paths?: Record<string, Record<string, unknown>> };
-  const out = new Set<string>();
-  for (const [path, ops] of Object.entries(doc.paths ?? {})) for (const method of Object.keys(ops)) out.add(`${method.toUpperCase()} ${path}`);
-  return out;
-}
 
 export interface Definition {
   key: string;

@@ -17,11 +17,11 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Api, inParallel } from '../api.js';
-import { job, problemsOf, skip, type BenchContext } from '../context.js';
+import { job, problemsOf, type BenchContext } from '../context.js';
 import { jsonRequests, type Measurement } from '../load.js';
 import { startBaseline, startSidecar, startVault, tempDir, type BaselineProcess, type SidecarProcess } from '../processes.js';
 import { freePort, type VaultProcess } from '../../core/src/testing/process.js';
-import { adminApi, createApplication, defineAttributes, vaultRoutes } from './shared.js';
+import { adminApi, createApplication, defineAttributes } from './shared.js';
 import { auditEvents } from './audit.js';
 import type { Figure } from '../report.js';
 
@@ -102,20 +102,21 @@ export async function runSidecar(ctx: BenchContext): Promise<void> {
   try {
     ctx.log('sidecar: starting vault');
     vault = await startVault();
-    const routes = await vaultRoutes(vault.url);
-    const audits = routes.has('POST /auditlogs/bulk') && routes.has('GET /activity');
     await defineAttributes(vault, [
       { key: ATTRIBUTE, schema: 'string', repeatable: true },
       { key: PROXIED, schema: 'string', repeatable: true },
     ]);
     const app = await createApplication(vault, [ATTRIBUTE, PROXIED]);
-    for (const s of ['sidecar-ingest', 'reverse-proxy']) if (!audits && ctx.wants(s)) skip(ctx, s, s, 'skipped (not implemented)');
-    if (audits && ctx.wants('sidecar-ingest')) await ingest(ctx, vault, app, `${prefix}-ingest`, sidecars);
-    if (audits && ctx.wants('reverse-proxy')) {
+    if (ctx.wants('sidecar-ingest')) await ingest(ctx, vault, app, `${prefix}-ingest`, sidecars);
+    if (ctx.wants('reverse-proxy')) {
       baseline = await startBaseline();
       await reverseProxy(ctx, vault, baseline, app, `${prefix}-proxy`, dir, sidecars);
     }
     if (ctx.wants('sidecar-rss')) await queuedMemory(ctx, app, `${prefix}-rss`, sidecars);
+  } catch (err) {
+    // A failing call to a sidecar usually means the sidecar died: say what it said.
+    const said = sidecars.map((s) => `sidecar (exit ${s.child.exitCode ?? s.child.signalCode ?? 'running'}):\n${s.output().slice(-3000)}`).join('\n');
+    throw new Error(`${(err as Error).message}\n${said}`, { cause: err });
   } finally {
     for (const s of sidecars) await s.stop();
     await vault?.dispose();
