@@ -70,6 +70,16 @@ test('tag and regulation actions label the stored point', async (t) => {
   t.deepEqual(untouched.regulations, []);
 });
 
+test('a tag action with status false takes the tag off the point, even one its definition gives', async (t) => {
+  const tag = uid('public').toLowerCase();
+  const attr = await define(uid('HANDLE'), 'string', { tags: [tag] });
+  const plain = await define(uid('PLAIN'), 'string', { tags: [tag] });
+  await rule({ constraint: on(attr), action: { type: 'tag', tag, status: false } });
+  const res = await store(uid('e'), [{ attribute: attr, value: 'x' }, { attribute: plain, value: 'y' }]);
+  t.false(res.body.data[0].tags.includes(tag));
+  t.true(res.body.data[1].tags.includes(tag));
+});
+
 test('ordering: tag rules, then regulation rules, then alerts, then blocks, each seeing what earlier rules added', async (t) => {
   const attr = await define(uid('NOTE'));
   const first = uid('first').toLowerCase();

@@ -55,7 +55,10 @@ export class VaultRulesEngine implements RulesEngine {
       const action = rule.action;
       switch (action.type) {
         case 'tag':
-          for (const p of hits) p.tags.add(action.tag);
+          for (const p of hits) {
+            if (action.status) p.tags.add(action.tag);
+            else p.tags.delete(action.tag);
+          }
           break;
         case 'regulation':
           for (const p of hits) p.regulations.add(action.regulation);
