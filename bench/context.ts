@@ -4,6 +4,7 @@
  */
 import type { LoadGenerator, LoadJob, Measurement, RequestSpec } from './load.js';
 import { loadProblem, type Figure, type Target, type Unit } from './report.js';
+import { whileProfiling } from './processes.js';
 
 export interface Settings {
   connections: number;
@@ -85,7 +86,8 @@ export async function compare(ctx: BenchContext, options: CompareOptions): Promi
     baseline = { name: options.baseline.name, value: baselineLoad.rps * per, p50: baselineLoad.p50, p99: baselineLoad.p99 };
   }
   ctx.log(`  ${options.scenario}: ${options.name} — ${options.vault.name}`);
-  const load = await ctx.load.run(job(ctx, options.vault, overrides));
+  const vaultJob = job(ctx, options.vault, overrides);
+  const load = await whileProfiling(vaultJob.targets, `${options.scenario} ${options.name}`, () => ctx.load.run(vaultJob));
   problems.push(...(await problemsOf(options.vault.name, options.vault, load)));
   const figure: Figure = {
     scenario: options.scenario,

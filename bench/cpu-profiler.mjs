@@ -1,8 +1,9 @@
 // Preloaded into vault processes by `npm run bench -- --cpu-prof <dir>` (through NODE_OPTIONS,
-// which refuses --cpu-prof itself): profiles the whole process and writes
-// <dir>/vault-<pid>.cpuprofile when it exits normally (SIGTERM goes through the vault's drain).
+// which refuses --cpu-prof itself). SIGUSR2 starts a CPU profile; the next SIGUSR2 stops it
+// and writes <dir>/vault-<pid>-<n>.cpuprofile. The harness signals around each measured load
+// run, so a profile holds that scenario's work and nothing of seeding or start-up.
 import { Session } from 'node:inspector';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const dir = process.env.BENCH_CPU_PROF_DIR;
@@ -10,12 +11,22 @@ if (dir) {
   const session = new Session();
   session.connect();
   session.post('Profiler.enable');
-  session.post('Profiler.setSamplingInterval', { interval: 200 });
-  session.post('Profiler.start');
-  process.on('exit', () => {
-    // The in-process session answers synchronously, so this completes inside the exit handler.
+  session.post('Profiler.setSamplingInterval', { interval: 250 });
+  let running = false;
+  let n = 0;
+  process.on('SIGUSR2', () => {
+    if (!running) {
+      running = true;
+      session.post('Profiler.start');
+      return;
+    }
+    running = false;
+    const file = join(dir, `vault-${process.pid}-${++n}.cpuprofile`);
     session.post('Profiler.stop', (err, result) => {
-      if (!err) writeFileSync(join(dir, `vault-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+      if (err) return;
+      // Written aside and renamed, so the harness never reads half a file.
+      writeFileSync(`${file}.tmp`, JSON.stringify(result.profile));
+      renameSync(`${file}.tmp`, file);
     });
   });
 }

@@ -4,7 +4,7 @@
  * and load never shares an event loop with the harness.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -41,23 +41,39 @@ export async function startVault(env: Record<string, string> = {}): Promise<Vaul
       ...env,
     },
   });
-  if (profileDir) {
-    // The profile is written when the process exits normally; SIGKILL would lose it.
-    const dispose = vault.dispose;
-    vault.dispose = async () => {
-      await vault.stop('SIGTERM');
-      await dispose();
-    };
-  }
+  if (profileDir && vault.child.pid !== undefined) profiled.set(vault.url, { pid: vault.child.pid, taken: 0 });
   return vault;
 }
 
 let profileDir: string | undefined;
+const profiled = new Map<string, { pid: number; taken: number }>();
 
-/** From now on, vault processes write V8 CPU profiles (.cpuprofile) into `dir`. */
+/** From now on, vault processes can be profiled (see `whileProfiling`) into `dir`. */
 export function profileVaultsInto(dir: string): void {
   mkdirSync(dir, { recursive: true });
   profileDir = dir;
+}
+
+/**
+ * Runs `work` with a CPU profile running in each vault behind `urls` (when --cpu-prof is
+ * on), and stores each profile as <dir>/<name>-<pid>.cpuprofile.
+ */
+export async function whileProfiling<T>(urls: string[], name: string, work: () => Promise<T>): Promise<T> {
+  const targets = urls.map((u) => profiled.get(u)).filter((t) => t !== undefined);
+  if (!profileDir || targets.length === 0) return work();
+  for (const t of targets) process.kill(t.pid, 'SIGUSR2');
+  try {
+    return await work();
+  } finally {
+    for (const t of targets) {
+      process.kill(t.pid, 'SIGUSR2');
+      const written = join(profileDir, `vault-${t.pid}-${++t.taken}.cpuprofile`);
+      const until = Date.now() + 30_000;
+      while (!existsSync(written) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      const slug = name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').toLowerCase();
+      if (existsSync(written)) renameSync(written, join(profileDir, `${slug}-${t.pid}.cpuprofile`));
+    }
+  }
 }
 
 export interface ManagedProcess {

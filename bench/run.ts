@@ -1,8 +1,8 @@
 /**
  * `npm run bench [-- --quick] [-- --only <scenario>[,<scenario>...]] [-- --out <file>] [-- --cpu-prof <dir>]`
  *
- * With --cpu-prof, every vault process writes a V8 CPU profile into <dir> when it stops;
- * `node --import tsx bench/profile-summary.ts <file.cpuprofile>` lists its hot spots.
+ * With --cpu-prof, each vault is CPU-profiled during each measured run, one file per figure
+ * in <dir>; `node --import tsx bench/profile-summary.ts <file.cpuprofile>` lists the hot spots.
  *
  * Runs every scenario group in turn (each on fresh processes and data), prints the table of
  * figures with their baselines, ratios and targets, and writes the same as JSON (default
