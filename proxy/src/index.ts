@@ -69,10 +69,11 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
       })
     : undefined;
 
+  // The worker ends workerRedis when it stops; the dead-letter queue shares it.
   const releaseRedis = async () => {
     await producer.close();
     await deadLetters.close();
-    for (const client of [producerRedis, workerRedis, controlRedis]) client.disconnect();
+    controlRedis.disconnect();
   };
 
   // Give Redis a moment before opening the ports, so a sidecar reported up by /healthz does
@@ -92,6 +93,7 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
   } catch (err) {
     await app.close().catch(() => {});
     await proxy?.close(0).catch(() => {});
+    await worker.stop();
     await vault.close();
     await releaseRedis();
     throw err;

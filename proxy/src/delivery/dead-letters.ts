@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { StampedEvent } from '../ingest/event.js';
+import { closeWithConnection } from '../queue/connection.js';
 import type { EventProducer } from '../queue/producer.js';
 import type { DeadLetterEntry, DeadLetterReason, DeadLetterSink } from './deliverer.js';
 
@@ -131,8 +132,9 @@ export class DeadLetterQueue implements DeadLetterSink {
     return (await this.queue.getJob(deadLetterId(id))) ?? undefined;
   }
 
+  /** Closes the queue and ends the Redis connection it was given (shared with the worker). */
   async close(): Promise<void> {
-    await this.queue.close().catch(() => {});
+    await closeWithConnection(this.queue, this.redis);
   }
 }
 

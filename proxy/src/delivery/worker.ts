@@ -2,7 +2,7 @@ import { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { SidecarMetrics } from '../metrics.js';
-import { withTimeout } from '../queue/connection.js';
+import { closeWithConnection, withTimeout } from '../queue/connection.js';
 import type { EventsJobData } from '../queue/producer.js';
 import { AbortedError, Notifier, backoffDelay, sleep } from './backoff.js';
 import { Batcher, type Batch, type HeldJob } from './batcher.js';
@@ -77,8 +77,9 @@ export class DeliveryWorker {
   private sending: Promise<void> = Promise.resolve();
   private tokenSeq = 0;
 
+  /** `workerRedis` belongs to this worker from now on: stop() ends it. */
   constructor(
-    workerRedis: Redis,
+    private readonly workerRedis: Redis,
     private readonly control: Redis,
     private readonly deliverer: Deliverer,
     private readonly options: DeliveryWorkerOptions,
@@ -357,10 +358,10 @@ export class DeliveryWorker {
     clearInterval(this.heartbeatTimer);
     this.hardStop.abort();
     clearTimeout(graceTimer);
-    // Closing the worker interrupts a fetch blocked on Redis.
-    await withTimeout(this.worker.close(true), 5000, 'worker close').catch(() => {});
-    await this.running;
     await withTimeout(this.lease.release(), 1000, 'lease release').catch(() => {});
+    // Closing the worker interrupts a fetch blocked on Redis.
+    await withTimeout(closeWithConnection(this.worker, this.workerRedis, true), 5000, 'worker close').catch(() => {});
+    await this.running;
     this._state = 'stopped';
   }
 }

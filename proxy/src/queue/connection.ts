@@ -46,3 +46,26 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Closes a BullMQ Queue or Worker built on a connection we created, and that connection.
+ * BullMQ drops its event listeners on close; if its setup is still waiting for Redis at that
+ * point, the setup's eventual failure is emitted to nobody and surfaces as an unhandled
+ * rejection. Ending the connection first makes the setup settle while BullMQ still listens.
+ */
+export async function closeWithConnection(
+  target: { readonly client: Promise<unknown>; close(force?: boolean): Promise<void> },
+  redis: Redis,
+  force = false,
+): Promise<void> {
+  redis.disconnect();
+  await withTimeout(
+    target.client.then(
+      () => {},
+      () => {},
+    ),
+    2000,
+    'BullMQ setup',
+  ).catch(() => {});
+  await target.close(force).catch(() => {});
+}

@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { StampedEvent } from '../ingest/event.js';
-import { withTimeout } from './connection.js';
+import { closeWithConnection, withTimeout } from './connection.js';
 
 /** What one BullMQ job carries: the accepted events of one request, in request order. */
 export interface EventsJobData {
@@ -144,7 +144,8 @@ export class EventProducer {
     return withTimeout(this.queue.getJobCounts('waiting', 'active', 'delayed', 'paused'), 1000, 'job counts');
   }
 
+  /** Closes the queue and ends the Redis connection it was given. */
   async close(): Promise<void> {
-    await this.queue.close().catch(() => {});
+    await closeWithConnection(this.queue, this.redis);
   }
 }

@@ -32,6 +32,7 @@ class Upstream {
   seen: Seen[] = [];
   streamedIn = 0;
   upload: { bytes: number; sha256: string } | undefined;
+  downloadClosed: 'finished' | 'aborted' | undefined;
   private openGate: (() => void) | undefined;
   private nextId = 1;
 
@@ -50,6 +51,7 @@ class Upstream {
         return res.end(JSON.stringify(this.upload));
       }
       if (url === '/stream-down') {
+        res.on('close', () => (this.downloadClosed = res.writableFinished ? 'finished' : 'aborted'));
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
         res.write(Buffer.alloc(chunk, 1));
         // The rest only once the client has the first chunk: a buffering proxy would deadlock.
@@ -89,6 +91,7 @@ class Upstream {
 
   releaseDownload(): void {
     this.openGate?.();
+    this.openGate = undefined;
   }
 
   async stop(): Promise<void> {
@@ -277,6 +280,19 @@ test.serial('large unmatched bodies stream in both directions', async (t) => {
   for (let n = chunk; n < bigSize; n += chunk) sent.update(Buffer.alloc(chunk, n / chunk));
   t.is(bytes, bigSize);
   t.is(received.digest('hex'), sent.digest('hex'));
+});
+
+test.serial('a client hanging up mid-response stops the upstream transfer', async (t) => {
+  upstream.downloadClosed = undefined;
+  const controller = new AbortController();
+  const download = await request(`${proxy}/stream-down`, { signal: controller.signal });
+  for await (const _ of download.body) break;
+  controller.abort();
+  upstream.releaseDownload();
+  await waitFor(() => upstream.downloadClosed === 'aborted', { message: 'upstream response closed early' });
+  const after = await request(`${proxy}/users/u-1`);
+  t.is(after.statusCode, 200, 'the proxy carries on');
+  await after.body.dump();
 });
 
 test('an unreachable upstream is a 502', async (t) => {

@@ -314,6 +314,12 @@ function responseHeaders(headers: Record<string, string | string[] | undefined>)
  */
 function relay(source: Readable, res: ServerResponse, tap: Tap | undefined, end: boolean): Promise<boolean> {
   return new Promise((resolve) => {
+    // The client may have left while the upstream was still thinking.
+    if (res.destroyed) {
+      source.destroy();
+      resolve(false);
+      return;
+    }
     let settled = false;
     const settle = (ok: boolean) => {
       if (settled) return;
