@@ -34,6 +34,7 @@ class Upstream {
   upload: { bytes: number; sha256: string } | undefined;
   downloadClosed: 'finished' | 'aborted' | undefined;
   private openGate: (() => void) | undefined;
+  openSlow: (() => void) | undefined;
   private nextId = 1;
 
   async start(): Promise<string> {
@@ -49,6 +50,12 @@ class Upstream {
         this.upload = { bytes: this.streamedIn, sha256: hash.digest('hex') };
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(JSON.stringify(this.upload));
+      }
+      if (url === '/slow') {
+        req.resume();
+        await new Promise<void>((resolve) => (this.openSlow = resolve));
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return res.end('late');
       }
       if (url === '/stream-down') {
         res.on('close', () => (this.downloadClosed = res.writableFinished ? 'finished' : 'aborted'));
@@ -96,6 +103,7 @@ class Upstream {
 
   async stop(): Promise<void> {
     this.releaseDownload();
+    this.openSlow?.();
     this.server.closeAllConnections();
     await new Promise((r) => this.server.close(r));
   }
@@ -290,6 +298,24 @@ test.serial('a client hanging up mid-response stops the upstream transfer', asyn
   controller.abort();
   upstream.releaseDownload();
   await waitFor(() => upstream.downloadClosed === 'aborted', { message: 'upstream response closed early' });
+  const after = await request(`${proxy}/users/u-1`);
+  t.is(after.statusCode, 200, 'the proxy carries on');
+  await after.body.dump();
+});
+
+test.serial('a client hanging up before the upstream answers does not disturb the proxy', async (t) => {
+  for (let i = 0; i < 3; i++) {
+    upstream.openSlow = undefined;
+    const controller = new AbortController();
+    const pending = request(`${proxy}/slow`, { signal: controller.signal }).catch(() => 'aborted');
+    await waitFor(() => upstream.openSlow !== undefined, { message: 'upstream holding the request' });
+    controller.abort();
+    t.is(await pending, 'aborted');
+    // Let the upstream answer to a client that is gone.
+    await new Promise((r) => setTimeout(r, 50));
+    upstream.openSlow!();
+  }
+  await new Promise((r) => setTimeout(r, 100));
   const after = await request(`${proxy}/users/u-1`);
   t.is(after.statusCode, 200, 'the proxy carries on');
   await after.body.dump();

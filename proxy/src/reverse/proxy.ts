@@ -314,26 +314,32 @@ function responseHeaders(headers: Record<string, string | string[] | undefined>)
  */
 function relay(source: Readable, res: ServerResponse, tap: Tap | undefined, end: boolean): Promise<boolean> {
   return new Promise((resolve) => {
-    // The client may have left while the upstream was still thinking.
-    if (res.destroyed) {
-      source.destroy();
-      resolve(false);
-      return;
-    }
     let settled = false;
     const settle = (ok: boolean) => {
       if (settled) return;
       settled = true;
       resolve(ok);
     };
+    // Destroying the upstream body (client gone) makes it emit an error too: always listen.
+    source.on('error', () => {
+      res.destroy();
+      settle(false);
+    });
+    tap?.on('error', () => {
+      res.destroy();
+      source.destroy();
+      settle(false);
+    });
+    // The client may have left while the upstream was still thinking.
+    if (res.destroyed) {
+      source.destroy();
+      settle(false);
+      return;
+    }
     const out = tap ? source.pipe(tap) : source;
     out.pipe(res, { end });
     if (end) res.once('finish', () => settle(true));
     else out.once('end', () => settle(true));
-    source.once('error', () => {
-      res.destroy();
-      settle(false);
-    });
     res.once('close', () => {
       if (settled) return;
       source.destroy();
