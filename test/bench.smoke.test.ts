@@ -1,0 +1,44 @@
+/**
+ * Keeps the benchmark harness from rotting: `npm run bench -- --quick` must run every
+ * scenario to the end and report a number for each. The targets are not checked here (the
+ * quick mode's sizes and durations are too small to mean anything); BENCHMARKS.md is where
+ * they are judged.
+ */
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../core/src/testing/process.js';
+import { ALL_SCENARIOS } from '../bench/scenarios/index.js';
+import type { RunReport } from '../bench/report.js';
+
+test('the quick benchmark runs every scenario and reports numbers', async (t) => {
+  t.timeout(600_000);
+  const dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const out = join(dir, 'quick.json');
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'bench/run.ts'), '--quick', '--out', out], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
+  t.is(code, 0, output);
+
+  const report = JSON.parse(readFileSync(out, 'utf8')) as RunReport;
+  t.is(report.mode, 'quick');
+  t.true(report.machine.cores > 0);
+  t.truthy(report.machine.cpu);
+  for (const scenario of ALL_SCENARIOS) {
+    const figures = report.figures.filter((f) => f.scenario === scenario);
+    t.true(figures.length > 0, `no figure for ${scenario}`);
+    for (const f of figures) {
+      t.is(f.problems, undefined, `${scenario} / ${f.name}: ${f.problems?.join('; ')}`);
+      t.true(typeof f.value === 'number' && Number.isFinite(f.value) && f.value > 0, `${scenario} / ${f.name} has no number`);
+    }
+    t.true(output.includes(scenario), `${scenario} missing from the printed table`);
+  }
+});
