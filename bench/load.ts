@@ -5,6 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { track } from './processes.js';
 
 export interface RequestSpec {
   method: string;
@@ -64,6 +65,7 @@ export class LoadGenerator {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    track(child);
     child.on('message', (msg: WorkerReply) => {
       const waiter = this.pending.get(msg.id);
       if (!waiter) return;

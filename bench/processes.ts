@@ -10,6 +10,19 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort, REPO_ROOT, spawnVault, waitForHttp, type VaultProcess } from '../core/src/testing/process.js';
 
+const children = new Set<ChildProcess>();
+
+/** Remembers a child process until it exits, so an interrupted run can stop it. */
+export function track(child: ChildProcess): void {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
+/** Kills every process this run started and has not stopped yet (for SIGINT/SIGTERM). */
+export function killAll(): void {
+  for (const child of children) child.kill('SIGKILL');
+}
+
 /** Peak resident set size of a live process so far (Linux VmHWM), in MB; undefined elsewhere. */
 export function peakRssMb(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
@@ -42,6 +55,7 @@ export async function startVault(env: Record<string, string> = {}): Promise<Vaul
     },
   });
   if (profileDir && vault.child.pid !== undefined) profiled.set(vault.url, { pid: vault.child.pid, taken: 0 });
+  track(vault.child);
   return vault;
 }
 
@@ -94,6 +108,7 @@ async function startNodeProcess(script: string, env: Record<string, string>, por
   });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
+  track(child);
   const exited = new Promise<void>((res) => child.once('exit', () => res()));
   const url = `http://127.0.0.1:${port}`;
   await Promise.race([

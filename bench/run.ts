@@ -12,7 +12,7 @@
 import { resolve } from 'node:path';
 import { LoadGenerator } from './load.js';
 import { closeApiAgent } from './api.js';
-import { profileVaultsInto } from './processes.js';
+import { killAll, profileVaultsInto } from './processes.js';
 import { describeMachine, formatTable, writeReport, type Figure, type RunReport } from './report.js';
 import type { BenchContext, Settings } from './context.js';
 import { ALL_SCENARIOS, GROUPS } from './scenarios/index.js';
@@ -50,6 +50,13 @@ function parseArgs(argv: string[]): Args {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.cpuProf) profileVaultsInto(args.cpuProf);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      // Vaults, baselines, sidecars and the load generator would outlive an interrupted run.
+      killAll();
+      process.exit(130);
+    });
+  }
   const settings: Settings = args.quick ? { connections: 64, durationSec: 1, warmupSec: 0.5 } : { connections: 64, durationSec: 10, warmupSec: 3 };
   const started = Date.now();
   const figures: Figure[] = [];
