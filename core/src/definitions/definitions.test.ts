@@ -124,9 +124,10 @@ test('malformed definitions are 400 with the exact messages and change nothing',
     [{ key: 'BAD_CLASS3', schema: ['string'] }, 'Schema has unexpected class'],
     [{ key: 'BAD_CLASS4', schema: {} }, 'Schema has unexpected class'],
     [{ key: 'BAD_REG', regulations: ['GDPR', 'NOT_A_REGULATION'] }, 'No such regulation'],
-    [{ key: 'BAD_REG2', regulations: ['\u0000'] }, 'No such regulation'],
+    [{ key: 'BAD_REG2', regulations: ['\u0000'] }, 'Strings may not contain NUL characters'],
     [{ key: 'BAD_TYPE', entityTypes: ['spaceship'] }, 'No such entity type'],
-    [{ key: 'BAD_TAG', tags: ['ok', 'bad\u0000'] }, 'Tag name must be 1 to 256 characters, without control characters'],
+    [{ key: 'BAD_TAG', tags: ['ok', 'bad\u0000'] }, 'Strings may not contain NUL characters'],
+    [{ key: 'BAD_TAG2', tags: ['ok', 'bad\u0001'] }, 'Tag name must be 1 to 256 characters, without control characters'],
     [{ key: 'BAD_NAME', name: 5 }, /^Attribute name must be a string/],
     [{ key: 'BAD_FLAG', repeatable: 'yes' }, /must be boolean/],
     [{ key: 'EXTRA', colour: 'red' }, /must NOT have additional properties/],
@@ -199,11 +200,14 @@ test('deleting: 404s, in use, referenced by rule, then gone with its links', asy
   const missing = await v.request('GET', '/attributes/NEVER_DEFINED');
   t.is(missing.status, 404);
   t.is(missing.body.message, 'No such attribute');
-  for (const path of ['/attributes/NEVER_DEFINED', '/attributes/%00', '/attributes/a.b']) {
+  for (const path of ['/attributes/NEVER_DEFINED', '/attributes/a.b']) {
     const del = await v.request('DELETE', path);
     t.is(del.status, 404, path);
     t.is(del.body.message, 'Attribute not found');
   }
+  const nul = await v.request('DELETE', '/attributes/%00');
+  t.is(nul.status, 400);
+  t.is(nul.body.message, 'Strings may not contain NUL characters');
 
   await post({ key: 'USED' });
   await addPoint('USED', 'user-of-used');

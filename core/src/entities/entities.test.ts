@@ -80,7 +80,8 @@ test('entity ids are non-empty strings of at most 512 characters', async (t) => 
     [{}, 'Entity ID is required'],
     [{ id: '' }, 'Entity ID is required'],
     [{ id: 'x'.repeat(513) }, 'Entity ID must be 1 to 512 characters, without control characters'],
-    [{ id: 'nul\u0000id' }, 'Entity ID must be 1 to 512 characters, without control characters'],
+    [{ id: 'nul\u0000id' }, 'Strings may not contain NUL characters'],
+    [{ id: 'bell\u0007id' }, 'Entity ID must be 1 to 512 characters, without control characters'],
     [{ id: 42 }, 'Entity ID must be 1 to 512 characters, without control characters'],
     [{ id: 'ok-id', tags: ['bad\nname'] }, 'Tag name must be 1 to 256 characters, without control characters'],
     [{ id: 'ok-id', colour: 'red' }, /must NOT have additional properties/],
@@ -99,11 +100,14 @@ test('entity ids are non-empty strings of at most 512 characters', async (t) => 
 });
 
 test('unknown entities are 404 Not found', async (t) => {
-  for (const path of ['/entities/nobody', '/entities/%00', '/datasubjects/nobody']) {
+  for (const path of ['/entities/nobody', '/datasubjects/nobody']) {
     const res = await v.request('GET', path);
     t.is(res.status, 404, path);
     t.is(res.body.message, 'Not found');
   }
+  const nul = await v.request('GET', '/entities/%00');
+  t.is(nul.status, 400);
+  t.is(nul.body.message, 'Strings may not contain NUL characters');
 });
 
 test('/datasubjects creates, lists and reads data subjects only', async (t) => {

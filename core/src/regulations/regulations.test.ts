@@ -49,7 +49,7 @@ test('unknown regulations: 404 No such regulation to read, Regulation not found 
   const del = await v.request('DELETE', '/regulations/NOPE');
   t.is(del.status, 404);
   t.is(del.body.message, 'Regulation not found');
-  t.is((await v.request('GET', '/regulations/%00')).status, 404);
+  t.is((await v.request('GET', '/regulations/%00')).status, 400);
 });
 
 test('deleting a regulation removes it from definitions and data points', async (t) => {
@@ -98,7 +98,7 @@ test('bad regulation bodies are 400 and create nothing', async (t) => {
     [{ key: 'has space' }, /^Regulation key must contain only alphanumeric characters, hyphens and underscores$/],
     [{ key: 42 }, /^Regulation key must contain only alphanumeric characters, hyphens and underscores$/],
     [{ key: 'K'.repeat(129) }, /^Regulation key must contain only alphanumeric characters, hyphens and underscores$/],
-    [{ key: 'BADNAME', name: 'a\u0000b' }, /must match pattern/],
+    [{ key: 'BADNAME', name: 'a\u0000b' }, /^Strings may not contain NUL characters$/],
     [{ key: 'BADURL', url: 7 }, /must be string/],
     [{ key: 'EXTRA', colour: 'red' }, /must NOT have additional properties/],
   ];

@@ -95,7 +95,8 @@ test('bad tag names are 400 and create nothing', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     [{}, /^Tag name is required$/],
     [{ name: '' }, /^Tag name must be 1 to 256 characters, without control characters$/],
-    [{ name: 'a\u0000b' }, /^Tag name must be 1 to 256 characters, without control characters$/],
+    [{ name: 'a\u0000b' }, /^Strings may not contain NUL characters$/],
+    [{ name: 'a\u0001b' }, /^Tag name must be 1 to 256 characters, without control characters$/],
     [{ name: 'line\nbreak' }, /^Tag name must be 1 to 256 characters, without control characters$/],
     [{ name: 'x'.repeat(257) }, /^Tag name must be 1 to 256 characters, without control characters$/],
     [{ name: 5 }, /must be string/],
@@ -111,7 +112,8 @@ test('bad tag names are 400 and create nothing', async (t) => {
 });
 
 test('names no tag can have are simply not found', async (t) => {
-  for (const path of ['/tags/%00', '/tags/a%0Ab', `/tags/${'y'.repeat(300)}`]) {
+  t.is((await v.request('GET', '/tags/%00')).status, 400, 'NUL is refused before any lookup');
+  for (const path of ['/tags/a%0Ab', `/tags/${'y'.repeat(300)}`]) {
     t.is((await v.request('GET', path)).status, 404, path);
     t.is((await v.request('DELETE', path)).status, 404, path);
   }
