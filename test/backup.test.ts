@@ -89,7 +89,8 @@ test('PostgreSQL: pg_dump backup and pg_restore into a fresh database', async (t
   await vault.stop('SIGTERM');
 
   cli(['restore', '--from', backup], { ...vault.env, VAULT_DB: target.url });
-  const restored = await spawnVault({ env: { ...vault.env, VAULT_DB: target.url } });
+  const { VAULT_PORT: _port, ...settings } = vault.env;
+  const restored = await spawnVault({ env: { ...settings, VAULT_DB: target.url } });
   t.teardown(() => restored.dispose());
   t.deepEqual(await readAll(restored, 10), expected(10));
   const client = new pg.Client({ connectionString: target.url });

@@ -66,7 +66,7 @@ export async function waitForHttp(url: string, deadlineMs = 60_000): Promise<voi
 
 export async function spawnVault(options: SpawnVaultOptions = {}): Promise<VaultProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'vault-proc-'));
-  const port = options.port ?? (await freePort());
+  const port = options.port ?? (options.env?.VAULT_PORT ? Number(options.env.VAULT_PORT) : await freePort());
   const keys = testKeyPair();
   const env: Record<string, string> = {
     VAULT_HOST: '127.0.0.1',
@@ -87,12 +87,18 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
   const url = `http://127.0.0.1:${port}`;
-  await Promise.race([
-    waitForHttp(`${url}/openapi.json`),
-    exited.then((code) => {
-      throw new Error(`vault exited with ${code} before answering:\n${out}`);
-    }),
-  ]);
+  try {
+    await Promise.race([
+      waitForHttp(`${url}/openapi.json`),
+      exited.then((code) => {
+        throw new Error(`vault exited with ${code} before answering:\n${out}`);
+      }),
+    ]);
+  } catch (err) {
+    // A vault that never answered must not outlive the test that started it.
+    child.kill('SIGKILL');
+    throw err;
+  }
   const proc: VaultProcess = {
     url,
     port,
