@@ -45,14 +45,20 @@ test('SIGTERM under load: every answered request committed, every failed one did
   t.true(failed.every((key) => !committed.has(key)));
 });
 
-test('with a drain period longer than the load, nothing is turned away at all', async (t) => {
-  const vault = await spawnVault({ env: { VAULT_SHUTDOWN_GRACE_MS: '1500' } });
+test('during the drain period the vault still serves, then exits cleanly', async (t) => {
+  const vault = await spawnVault({ env: { VAULT_SHUTDOWN_GRACE_MS: '5000' } });
   t.teardown(() => vault.dispose());
-  const { exitCode, done, failed, bad } = await loadThroughShutdown(vault);
-  t.is(exitCode, 0);
-  t.deepEqual(bad, []);
-  t.deepEqual(failed, []);
-  t.is(done.length, 400);
+  const headers = { authorization: `Bearer ${vault.adminKey}`, 'content-type': 'application/json' };
+  const exit = vault.stop('SIGTERM');
+  // Sent after SIGTERM, inside the drain period: served, not refused.
+  const results = await Promise.all(
+    Array.from({ length: 100 }, async (_, i) => {
+      const res = await fetch(`${vault.url}/entitytypes`, { method: 'POST', headers, body: JSON.stringify({ key: `drain_${i}` }) });
+      return res.status;
+    }),
+  );
+  t.deepEqual([...new Set(results)], [201]);
+  t.is(await exit, 0);
 });
 
 test('while draining, readiness fails so a load balancer stops routing here', async (t) => {
