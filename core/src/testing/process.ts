@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { testKeyPair } from './harness.js';
+import { createPostgresDatabase, testKeyPair } from './harness.js';
 import type { KeyPairHeaders } from '../crypto/keys.js';
 
 export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '../../../..');
@@ -77,6 +77,13 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
     VAULT_LOG_LEVEL: 'warn',
     ...options.env,
   };
+  // The suite's PostgreSQL pass: every spawned vault gets a fresh database of its own.
+  let dropDatabase: (() => Promise<void>) | undefined;
+  if (process.env.VAULT_TEST_DB === 'postgres' && !env.VAULT_DB) {
+    const database = await createPostgresDatabase();
+    env.VAULT_DB = database.url;
+    dropDatabase = database.drop;
+  }
   let out = '';
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
     cwd: REPO_ROOT,
@@ -97,6 +104,7 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
   } catch (err) {
     // A vault that never answered must not outlive the test that started it.
     child.kill('SIGKILL');
+    await dropDatabase?.().catch(() => {});
     throw err;
   }
   const proc: VaultProcess = {
@@ -116,6 +124,7 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
     restart: () => spawnVault({ env, dataDir, port }),
     async dispose() {
       await proc.stop('SIGKILL');
+      await dropDatabase?.();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
