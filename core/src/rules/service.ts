@@ -153,8 +153,24 @@ export class RuleService {
     this.cached = undefined;
   }
 
+  /**
+   * The rules one transaction evaluates against: read once per transaction, so a bulk of
+   * thousands of audit events costs one version check, not two per event.
+   */
+  private readonly perTransaction = new WeakMap<object, Promise<RuleSet>>();
+
   /** The current rules, read through `db` (the caller's transaction when it has one). */
   async ruleSet(db: Kysely<Database>): Promise<RuleSet> {
+    if (!db.isTransaction) return this.load(db);
+    let set = this.perTransaction.get(db);
+    if (!set) {
+      set = this.load(db);
+      this.perTransaction.set(db, set);
+    }
+    return set;
+  }
+
+  private async load(db: Kysely<Database>): Promise<RuleSet> {
     const stamp = await db.selectFrom('rules_version').select('version').where('id', '=', 1).executeTakeFirst();
     const version = Number(stamp?.version ?? 0);
     const cached = this.cached;
