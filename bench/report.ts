@@ -108,6 +108,8 @@ export interface RunReport {
   only?: string[];
   settings: { connections: number; durationSec: number; warmupSec: number };
   machine: Machine;
+  /** 1, 5 and 15 minute load averages when the run ended: was the machine quiet throughout? */
+  loadAverageAtEnd: number[];
   figures: Figure[];
 }
 

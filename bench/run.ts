@@ -9,6 +9,7 @@
  * bench/results/latest.json). Exits 1 if any figure had errors or non-2xx answers, 2 on bad
  * arguments.
  */
+import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { LoadGenerator } from './load.js';
 import { closeApiAgent } from './api.js';
@@ -87,10 +88,12 @@ async function main(): Promise<void> {
     only: args.only,
     settings,
     machine,
+    loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100),
     figures,
   };
   writeReport(args.out, report);
   process.stdout.write(`\nMachine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB RAM, node ${machine.node}, ${machine.os}\n`);
+  process.stdout.write(`Load average: ${machine.loadAverage.join(' ')} at the start, ${report.loadAverageAtEnd.join(' ')} at the end\n`);
   process.stdout.write(`Load: ${settings.connections} keep-alive connections, ${settings.warmupSec} s warm-up, ${settings.durationSec} s measured per figure\n\n`);
   process.stdout.write(`${formatTable(figures)}\n\nJSON: ${args.out}\n`);
   if (failure) {
