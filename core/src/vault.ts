@@ -22,6 +22,7 @@ import { EntityTypeService } from './entitytypes/service.js';
 import { RegulationService } from './regulations/service.js';
 import { TagService } from './tags/service.js';
 import { VaultMetrics } from './ops/metrics.js';
+import { meterActivity, meterAlerts, meterRules, meterSearches } from './ops/metering.js';
 import type { RulesEngine } from './rules/engine.js';
 import { VaultRulesEngine } from './rules/evaluator.js';
 import { RuleService } from './rules/service.js';
@@ -60,7 +61,7 @@ export class Vault {
   /** Deletes expired points that retention rules marked for deletion (VAULT_RETENTION_SWEEP_MS). */
   readonly retention: RetentionSweeper;
   rules: RulesEngine;
-  activity: ActivityLog = new ChainedActivityLog();
+  activity: ActivityLog;
   readonly metrics = new VaultMetrics();
   /** The blind-index secret; it never enters the database. */
   readonly indexKey: Buffer;
@@ -83,7 +84,11 @@ export class Vault {
     this.search = new SearchService(this.db, this.indexKey);
     this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));
     this.ruleService = new RuleService(this.db, this.logger, () => this.config.license.customRules);
-    this.rules = new VaultRulesEngine(this.ruleService, this.alerts, this.logger);
+    this.rules = meterRules(new VaultRulesEngine(this.ruleService, this.alerts, this.logger), this.metrics);
+    this.activity = meterActivity(new ChainedActivityLog(), this.metrics);
+    meterAlerts(this.alerts, this.metrics);
+    meterSearches(this.search, this.metrics);
+    this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
     this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, sweepIntervalFromEnv(process.env));
   }
 

@@ -37,6 +37,9 @@ export class DataKeys {
   private readonly current: LruMap<string, string>;
   /** RSA private-key operations performed: the cost the cache exists to bound. */
   unwraps = 0;
+  /** Read lookups answered from memory, and those that went to the database. */
+  hits = 0;
+  misses = 0;
 
   constructor(capacity = 10_000) {
     this.byId = new LruMap(capacity);
@@ -91,6 +94,8 @@ export class DataKeys {
       if (cached && cached.encryptionKeyId === credential.registered.id) out.set(id, cached.key);
       else missing.push(id);
     }
+    this.hits += out.size;
+    this.misses += missing.length;
     for (let i = 0; i < missing.length; i += CHUNK) {
       const rows = await db.selectFrom('subject_keys').selectAll().where('id', 'in', missing.slice(i, i + CHUNK)).execute();
       const foreign = rows.filter((row) => row.encryption_key_id !== credential.registered.id).map((row) => row.id);

@@ -37,6 +37,10 @@ export function connect({ url, poolSize = 10 }: ConnectOptions): DatabaseHandle 
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // Indexes with random keys (event ids, point ids) touch pages all over the file: a 64 MiB
+  // page cache keeps them in memory instead of re-reading them on every insert.
+  sqlite.pragma('cache_size = -65536');
+  sqlite.pragma('temp_store = memory');
   return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), dialect: 'sqlite', sqlite };
 }
 

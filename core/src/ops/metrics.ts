@@ -33,28 +33,22 @@ export class VaultMetrics {
     registers: [this.registry],
   });
   readonly alerts = new Counter({ name: 'vault_alerts_total', help: 'Alerts fired by level', labelNames: ['level'] as const, registers: [this.registry] });
-  readonly dataKeyCache = new Counter({
-    name: 'vault_data_key_cache_total',
-    help: 'Unwrapped data key lookups by result (hit or miss)',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
   readonly auditEvents = new Counter({ name: 'vault_audit_events_total', help: 'Audit events recorded', registers: [this.registry] });
   readonly dataKeyCacheHitRatio: Gauge;
+  /** Set by the vault to the data-key cache's counters. */
+  dataKeyLookups: () => { hits: number; misses: number } = () => ({ hits: 0, misses: 0 });
 
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vault_' });
-    const lookups = this.dataKeyCache;
+    const self = this;
     this.dataKeyCacheHitRatio = new Gauge({
       name: 'vault_data_key_cache_hit_ratio',
-      help: 'Share of data key lookups answered from memory since start',
+      help: 'Share of data key lookups for reads answered from memory since start',
       registers: [this.registry],
-      // Computed at scrape time from the counter, so there is one source of truth.
-      async collect() {
-        const values = (await lookups.get()).values;
-        const hit = values.find((v) => v.labels.result === 'hit')?.value ?? 0;
-        const miss = values.find((v) => v.labels.result === 'miss')?.value ?? 0;
-        this.set(hit + miss === 0 ? 0 : hit / (hit + miss));
+      // Read at scrape time from the cache's own counters: one source of truth.
+      collect() {
+        const { hits, misses } = self.dataKeyLookups();
+        this.set(hits + misses === 0 ? 0 : hits / (hits + misses));
       },
     });
   }

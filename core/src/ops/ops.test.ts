@@ -30,18 +30,45 @@ test('readyz fails when the database goes away', async (t) => {
   t.is((await v.request('GET', '/healthz', { apiKey: null })).status, 200, 'the process itself is still up');
 });
 
-test('metrics count requests by route template, never by id or key', async (t) => {
+test('metrics count operations by route template and kind, never by id, key or value', async (t) => {
   const v = await startTestVault();
   t.teardown(() => v.close());
   const secretId = 'customer-4711-ada@example.org';
+  const secretValue = 'ada.lovelace@analytical.example';
+  await v.request('POST', '/attributes', { body: { key: 'EMAIL', schema: 'string', indexed: true } });
+  await v.request('POST', '/rules', {
+    body: { key: 'watch_email', type: 'data', constraint: { type: 'attribute', operator: 'any', attributes: ['EMAIL'] }, action: { type: 'alert', alertLevel: 'WARNING', message: 'email stored' } },
+  });
+  const stored = await v.request('POST', `/entities/${encodeURIComponent(secretId)}/attributes`, {
+    body: { data: [{ attribute: 'EMAIL', value: secretValue }] },
+    headers: { 'x-encryption-key': v.keys.publicKey },
+  });
+  t.is(stored.status, 200);
+  const pointId = stored.body.data[0].dataPointId;
+  // As after a restart: the data key the store made is no longer in memory.
+  v.vault.datapoints.dataKeys.clear();
+  for (let i = 0; i < 2; i++) {
+    t.is((await v.request('GET', `/data/${pointId}`, { headers: { 'x-decryption-key': v.keys.privateKey } })).status, 200);
+  }
+  t.is((await v.request('POST', '/search', { body: { query: { values: [{ attribute: 'EMAIL', value: secretValue }] } } })).status, 200);
+  t.is((await v.request('POST', '/auditlogs', { body: { eventType: 'STORE', subjectId: 'report-only-subject', data: { attribute: 'EMAIL' }, applicationId: 'crm' } })).status, 200);
   await v.request('GET', `/entitytypes/${encodeURIComponent(secretId)}`);
-  await v.request('GET', '/entitytypes', { headers: { 'x-decryption-key': v.keys.privateKey } });
+
   const res = await v.request('GET', '/metrics', { apiKey: null });
   t.is(res.status, 200);
   const text = String(res.body);
   t.regex(text, /vault_http_requests_total\{method="GET",route="\/entitytypes\/:typeKey",status="404"\} 1/);
-  t.regex(text, /vault_data_key_cache_hit_ratio/);
-  for (const secret of [secretId, '4711', v.adminKey, v.keys.privateKey.slice(0, 40)]) t.false(text.includes(secret), secret);
+  t.regex(text, /vault_datapoints_total\{operation="store"\} 1/);
+  t.regex(text, /vault_datapoints_total\{operation="read"\} 2/);
+  t.regex(text, /vault_searches_total 1/);
+  t.regex(text, /vault_audit_events_total 1/);
+  t.regex(text, /vault_alerts_total\{level="WARNING"\} 1/);
+  t.regex(text, /vault_rule_evaluations_total\{type="data"\} 1/);
+  // The first read unwrapped the data key; the second found it in memory.
+  t.regex(text, /vault_data_key_cache_hit_ratio 0\.5/);
+  for (const secret of [secretId, '4711', secretValue, pointId, v.adminKey, v.keys.privateKey.slice(0, 40), v.keys.publicKey.slice(0, 40)]) {
+    t.false(text.includes(secret), secret);
+  }
 });
 
 test('every answer carries security headers and is not cacheable', async (t) => {

@@ -1,0 +1,56 @@
+/**
+ * Domain counters, taken where every operation already passes: the activity log (each
+ * store, read, delete and audit event appends there), the rules engine, and the alerts.
+ * Decorators keep the services themselves free of metrics.
+ */
+import type { ActivityLog } from '../activity/log.js';
+import type { AlertService } from '../alerts/service.js';
+import type { RulesEngine } from '../rules/engine.js';
+import type { SearchService } from '../search/service.js';
+import type { VaultMetrics } from './metrics.js';
+
+const OPERATION: Record<string, string> = { STORE: 'store', UPDATE: 'store', READ: 'read', DELETE: 'delete' };
+
+export function meterActivity(log: ActivityLog, metrics: VaultMetrics): ActivityLog {
+  return {
+    async append(trx, records) {
+      await log.append(trx, records);
+      for (const record of records) {
+        if (record.reportOnly) metrics.auditEvents.inc();
+        else metrics.dataPoints.inc({ operation: OPERATION[record.eventType] ?? 'other' });
+      }
+    },
+  };
+}
+
+export function meterRules(engine: RulesEngine, metrics: VaultMetrics): RulesEngine {
+  return {
+    evaluateData: (ctx) => {
+      metrics.ruleEvaluations.inc({ type: 'data' });
+      return engine.evaluateData(ctx);
+    },
+    evaluateActivity: (ctx) => {
+      metrics.ruleEvaluations.inc({ type: 'activity' });
+      return engine.evaluateActivity(ctx);
+    },
+    checkProhibited: (trx, entityId, operation) => engine.checkProhibited(trx, entityId, operation),
+    findReferencingRule: (kind, name) => engine.findReferencingRule(kind, name),
+  };
+}
+
+/** Alerts are counted when published, that is once their operation has committed. */
+export function meterAlerts(alerts: AlertService, metrics: VaultMetrics): void {
+  const publish = alerts.publish.bind(alerts);
+  alerts.publish = (list) => {
+    for (const alert of list) metrics.alerts.inc({ level: alert.level });
+    publish(list);
+  };
+}
+
+export function meterSearches(search: SearchService, metrics: VaultMetrics): void {
+  const run = search.search.bind(search);
+  search.search = (caller, request) => {
+    metrics.searches.inc();
+    return run(caller, request);
+  };
+}
