@@ -496,6 +496,9 @@ export class DataPointService {
         .execute();
       await trx.deleteFrom('subject_keys').where('entity_id', '=', entity.id).execute();
       await trx.deleteFrom('entity_tags').where('entity_id', '=', entity.id).execute();
+      // Rule state about the subject goes with it: a new subject reusing the id starts clean.
+      await trx.deleteFrom('entity_prohibitions').where('entity_id', '=', entity.id).execute();
+      await trx.deleteFrom('idle_retention').where('entity_id', '=', entity.id).execute();
       await trx.deleteFrom('entities').where('id', '=', entity.id).execute();
       this.dataKeys.evictEntity(entity.id);
       const now = nowIso();

@@ -260,6 +260,16 @@ test('prohibition of stores: the next store is refused', async (t) => {
   t.is(again.body.message, PROHIBITED_MESSAGE);
 });
 
+test('a purge takes the subject\'s prohibitions with it: a new subject under the same id starts clean', async (t) => {
+  const attr = await define(uid('FROZEN'));
+  await rule({ constraint: on(attr), action: { type: 'prohibition', prohibitions: ['STORE'] } });
+  const entity = uid('e');
+  t.is((await store(entity, [{ attribute: attr, value: 'first' }])).status, 200);
+  t.is((await store(entity, [{ attribute: attr, value: 'refused' }])).status, 403);
+  t.is((await v.request('DELETE', `/entities/${entity}/data`)).status, 200);
+  t.is((await store(entity, [{ attribute: attr, value: 'fresh start' }])).status, 200);
+});
+
 async function pointRows(entityId: string) {
   return v.vault.db.selectFrom('datapoints').selectAll().where('entity_id', '=', entityId).execute();
 }
