@@ -3,27 +3,16 @@
  * disaster, `vault restore`, and every value reads back with the private key.
  */
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPostgresDatabase } from '../core/src/testing/harness.js';
-import { REPO_ROOT, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
+import { callVault, runVaultCli, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
 
-function cli(args: string[], env: Record<string, string>): string {
-  return execFileSync(process.execPath, [join(REPO_ROOT, 'core/bin/vault.mjs'), ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
-}
-
-async function call(v: VaultProcess, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${v.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${v.adminKey}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const cli = runVaultCli;
+const call = callVault;
 
 async function seed(v: VaultProcess, subjects: number): Promise<void> {
   await call(v, 'POST', '/attributes', { key: 'EMAIL', schema: 'string', indexed: true });

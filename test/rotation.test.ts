@@ -3,25 +3,14 @@
  * key, rewrap, move clients over, retire the old key.
  */
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '../core/src/crypto/keys.js';
-import { REPO_ROOT, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
+import { callVault, runVaultCli, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
 
-function cli(args: string[], env: Record<string, string>): string {
-  return execFileSync(process.execPath, [join(REPO_ROOT, 'core/bin/vault.mjs'), ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
-}
-
-async function call(v: VaultProcess, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${v.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${v.adminKey}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const cli = runVaultCli;
+const call = callVault;
 
 test('rotation end to end: no read fails at any step for a client holding the key it was told to use', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vault-rotation-'));

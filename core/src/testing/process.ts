@@ -2,7 +2,7 @@
  * The vault as its users run it: a separate `node core/src/main.ts` process on a free port.
  * For end-to-end, SDK, sidecar and multi-process tests.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -129,4 +129,20 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
     },
   };
   return proc;
+}
+
+/** Runs the operator's command line against the vault configured by `env`; returns stdout. */
+export function runVaultCli(args: string[], env: Record<string, string>): string {
+  return execFileSync(process.execPath, [join(REPO_ROOT, 'core/bin/vault.mjs'), ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+}
+
+/** One JSON request to a vault process as its admin. */
+export async function callVault(v: VaultProcess, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${v.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${v.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as any };
 }
