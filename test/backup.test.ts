@@ -36,7 +36,8 @@ const expected = (n: number) => Array.from({ length: n }, (_, i) => `person${i}@
 test('SQLite: online backup while serving, then restore after the database is lost', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vault-backup-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const env = { VAULT_INDEX_KEY: randomBytes(32).toString('base64') };
+  // SQLite whatever the suite's dialect: this is the SQLite backup path.
+  const env = { VAULT_INDEX_KEY: randomBytes(32).toString('base64'), VAULT_DB: `sqlite:${join(dir, 'data', 'vault.db')}` };
   const vault = await spawnVault({ dataDir: join(dir, 'data'), env });
   t.teardown(() => vault.stop('SIGKILL'));
   await seed(vault, 20);
