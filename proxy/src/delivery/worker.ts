@@ -76,6 +76,9 @@ export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private sending: Promise<void> = Promise.resolve();
   private tokenSeq = 0;
+  /** Times the worker connection was lost, and its value when the current term began. */
+  private workerConnectionEpoch = 0;
+  private termEpoch = 0;
 
   /** `workerRedis` belongs to this worker from now on: stop() ends it. */
   constructor(
@@ -97,6 +100,21 @@ export class DeliveryWorker {
       removeOnComplete: { count: 0 },
     });
     this.worker.on('error', (err) => this.log.debug({ err: err.message }, 'bullmq worker error'));
+    // ioredis resends, after a reconnect, every command the lost connection left unanswered
+    // (BullMQ's blocking fetch needs that). A moveToActive that Redis ran, and persisted, just
+    // before it went away is thus run a second time: the job the first run made active (under
+    // a lock nobody renews) is never handed to us, and only a recover() would find it. So a
+    // term in which this connection dropped ends once it is back, and the next one claims
+    // every active job again, in order.
+    workerRedis.on('close', () => this.workerConnectionEpoch++);
+    workerRedis.on('ready', () => {
+      const term = this.term;
+      if (!term || term.signal.aborted || this.termEpoch === this.workerConnectionEpoch) return;
+      this.log.info('Redis connection re-established; claiming active jobs again');
+      term.abort();
+      this.wake.notify();
+      this.room.notify();
+    });
     this.lease = new Lease(control, `${options.prefix}:${options.queue}:sidecar-lease`, options.lockMs);
   }
 
@@ -136,6 +154,7 @@ export class DeliveryWorker {
       }
       const term = new AbortController();
       this.term = term;
+      this.termEpoch = this.workerConnectionEpoch;
       this._state = 'recovering';
       try {
         await this.recover();
