@@ -296,9 +296,13 @@ test('the retention sweep deletes expired autoDelete points with their sub-point
   const res = await store(entity, [{ attribute: attr, value: { street: '1 Main St', city: 'Springfield' } }, { attribute: keep, value: 'y' }]);
   t.is(res.status, 200);
   t.is((await pointRows(entity)).length, 4, 'a root, two sub-points and the other attribute');
-  const deleted = await v.vault.retention.sweep();
-  t.true(deleted >= 1);
-  const left = await pointRows(entity);
+  // Other tests in this file expire points too and may sweep at the same moment: sweep until
+  // this entity's turn has come (bounded).
+  let left = await pointRows(entity);
+  for (let i = 0; i < 20 && left.length > 1; i++) {
+    await v.vault.retention.sweep();
+    left = await pointRows(entity);
+  }
   t.deepEqual(
     left.map((r) => r.attribute),
     [keep],
