@@ -35,9 +35,12 @@ interface AuditEvent {
 
 export function openBaselineDatabase(path: string): Database.Database {
   const db = new Database(path);
-  // The vault's own settings (core/src/db/connect.ts), so durability is equal on both sides.
+  // The vault's own settings (core/src/db/connect.ts), so durability and caching are equal
+  // on both sides; keep them in step when the vault's change.
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  db.pragma('cache_size = -65536');
+  db.pragma('temp_store = memory');
   db.exec(`
     CREATE TABLE IF NOT EXISTS points (
       id TEXT PRIMARY KEY, entity_id TEXT NOT NULL, attribute TEXT NOT NULL, value TEXT NOT NULL,
