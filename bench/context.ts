@@ -5,6 +5,7 @@
 import type { LoadGenerator, LoadJob, Measurement, RequestSpec } from './load.js';
 import { loadProblem, type Figure, type Target, type Unit } from './report.js';
 import { whileProfiling } from './processes.js';
+import { observe } from './observe.js';
 
 export interface Settings {
   connections: number;
@@ -39,6 +40,8 @@ export interface CompareOptions {
   durationSec?: number;
   target?: (figure: Figure) => Target;
   notes?: string[];
+  /** Add the run's CPU use and the vaults' activity-lock and seal-lag figures to the notes. */
+  observe?: boolean;
 }
 
 export function job(ctx: BenchContext, side: Side, overrides: Partial<LoadJob> = {}): LoadJob {
@@ -87,7 +90,9 @@ export async function compare(ctx: BenchContext, options: CompareOptions): Promi
   }
   ctx.log(`  ${options.scenario}: ${options.name} — ${options.vault.name}`);
   const vaultJob = job(ctx, options.vault, overrides);
+  const watching = options.observe ? await observe(vaultJob.targets) : undefined;
   const load = await whileProfiling(vaultJob.targets, `${options.scenario} ${options.name}`, () => ctx.load.run(vaultJob));
+  const observed = (await watching?.stop()) ?? [];
   problems.push(...(await problemsOf(options.vault.name, options.vault, load)));
   const figure: Figure = {
     scenario: options.scenario,
@@ -99,7 +104,7 @@ export async function compare(ctx: BenchContext, options: CompareOptions): Promi
     baseline,
     ratio: baseline && baseline.value > 0 ? (load.rps * per) / baseline.value : undefined,
     problems: problems.length ? problems : undefined,
-    notes: options.notes,
+    notes: options.notes || observed.length ? [...(options.notes ?? []), ...observed] : undefined,
     load,
     baselineLoad,
   };

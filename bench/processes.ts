@@ -6,13 +6,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort, REPO_ROOT, spawnVault, waitForHttp, type VaultProcess } from '../core/src/testing/process.js';
 
 const children = new Set<ChildProcess>();
 
 /** Remembers a child process until it exits, so an interrupted run can stop it. */
+/**
+ * Where the run's compiled vault and sidecar live: dist/, as `npm start` runs them, unless
+ * BENCH_BUILD_DIR says otherwise (the smoke test builds its own, beside a concurrent `npm start`).
+ */
+export const BUILD_DIR = resolve(REPO_ROOT, process.env.BENCH_BUILD_DIR ?? 'dist');
+
 export function track(child: ChildProcess): void {
   children.add(child);
   child.once('exit', () => children.delete(child));
@@ -45,6 +51,7 @@ export function tempDir(prefix: string): string {
  */
 export async function startVault(env: Record<string, string> = {}): Promise<VaultProcess> {
   const vault = await spawnVault({
+    compiled: BUILD_DIR,
     env: {
       VAULT_RATE_LIMIT_MAX: '100000000',
       VAULT_INDEX_KEY: env.VAULT_INDEX_KEY ?? randomBytes(32).toString('base64'),
@@ -101,7 +108,8 @@ export interface ManagedProcess {
 
 async function startNodeProcess(script: string, env: Record<string, string>, port: number, readyPath: string, name: string): Promise<ManagedProcess> {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, script)], {
+  const args = script.endsWith('.js') ? [join(BUILD_DIR, script)] : ['--import', 'tsx', join(REPO_ROOT, script)];
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -161,7 +169,7 @@ export async function startSidecar(env: Record<string, string>): Promise<Sidecar
   const port = await freePort();
   const proxyPort = env.SIDECAR_UPSTREAM ? await freePort() : undefined;
   const proc = await startNodeProcess(
-    'proxy/src/main.ts',
+    'proxy/src/main.js',
     { SIDECAR_LOG_LEVEL: 'warn', SIDECAR_PORT: String(port), ...(proxyPort ? { SIDECAR_PROXY_PORT: String(proxyPort) } : {}), ...env },
     port,
     '/healthz',

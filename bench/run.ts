@@ -9,11 +9,12 @@
  * bench/results/latest.json). Exits 1 if any figure had errors or non-2xx answers, 2 on bad
  * arguments.
  */
+import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { LoadGenerator } from './load.js';
 import { closeApiAgent } from './api.js';
-import { killAll, profileVaultsInto } from './processes.js';
+import { BUILD_DIR, killAll, profileVaultsInto } from './processes.js';
 import { describeMachine, formatTable, writeReport, type Figure, type RunReport } from './report.js';
 import type { BenchContext, Settings } from './context.js';
 import { ALL_SCENARIOS, GROUPS } from './scenarios/index.js';
@@ -70,6 +71,11 @@ async function main(): Promise<void> {
     wants: (s) => !args.only || args.only.includes(s),
     log: (m) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${m}\n`),
   };
+  // The vault and sidecar run as in production: the compiled build, brought up to date here.
+  ctx.log('building dist/ (npm run build)');
+  execFileSync(process.execPath, [resolve(import.meta.dirname, '../node_modules/typescript/bin/tsc'), '-p', resolve(import.meta.dirname, '../tsconfig.build.json'), '--outDir', BUILD_DIR, '--tsBuildInfoFile', resolve(BUILD_DIR, '.tsbuildinfo')], {
+    stdio: 'inherit',
+  });
   const machine = describeMachine();
   ctx.log(`${args.quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, node ${machine.node}`);
   let failure: Error | undefined;

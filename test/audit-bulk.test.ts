@@ -48,6 +48,7 @@ test.serial('a bulk of 10,000 events is accepted in one request and recorded who
   t.is(res.body[3].eventType, 'READ');
   t.is(res.body[3].attribute, 'LOAD_NAME');
 
+  await v.vault.sealer.sealAll();
   const logged = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
   t.is(Number(logged.n), 10_000);
   const points = await v.vault.db.selectFrom('datapoints').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
@@ -59,6 +60,7 @@ test.serial('a bulk of 10,000 events is accepted in one request and recorded who
   const resent = await v.request('POST', '/auditlogs/bulk', { body });
   t.is(resent.status, 200);
   t.deepEqual(resent.body, res.body, 'a resend is answered as before');
+  await v.vault.sealer.sealAll();
   const again = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
   t.is(Number(again.n), 10_000, 'and recorded nothing');
 });

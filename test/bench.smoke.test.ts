@@ -18,8 +18,13 @@ test('the quick benchmark runs every scenario and reports numbers', async (t) =>
   const dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, 'quick.json');
+  const build = join(REPO_ROOT, `bench/.build-${process.pid}`);
+  t.teardown(() => rmSync(build, { recursive: true, force: true }));
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'bench/run.ts'), '--quick', '--out', out], {
     cwd: REPO_ROOT,
+    // Its own build (inside the repository, where node_modules resolves): another suite runs
+    // `npm start`, which rebuilds dist/.
+    env: { ...process.env, BENCH_BUILD_DIR: build },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -195,7 +195,11 @@ test('applications store, read and delete only the attributes they may access', 
   t.is((await store(v, id, [{ attribute: EMAIL, value: 'x@y.z' }], { apiKey: limited })).status, 200);
 
   isError(t, await read(v, `/entities/${id}/attributes/${SSN}`, { apiKey: limited }), 403, 'Forbidden');
-  isError(t, await read(v, `/data/${ssnPoint.dataPointId}`, { apiKey: limited }), 403, 'Forbidden');
+  // By id, a point the caller may not access is answered like one that does not exist: ids cannot be probed.
+  const hidden = await read(v, `/data/${ssnPoint.dataPointId}`, { apiKey: limited });
+  const unknown = await read(v, `/data/${uid('no-such-point')}`, { apiKey: limited });
+  isError(t, hidden, 404, 'Data Not Found');
+  t.deepEqual(hidden.body, unknown.body);
   isError(t, await read(v, `/entities/${id}/attributes`, { apiKey: limited, query: { attributes: `${EMAIL},${SSN}` } }), 403, 'Forbidden');
   const all = await read(v, `/entities/${id}/attributes`, { apiKey: limited });
   t.deepEqual(all.body.data.map((p: any) => [p.attribute, p.value]), [[EMAIL, 'x@y.z']], 'silently filtered to what it may access');
@@ -203,7 +207,7 @@ test('applications store, read and delete only the attributes they may access', 
   t.deepEqual(listed.body.data.map((p: any) => p.attribute), [SSN], 'a list names what to return');
 
   isError(t, await v.request('DELETE', `/entities/${id}/attributes/${SSN}`, { apiKey: limited }), 403, 'Forbidden');
-  isError(t, await v.request('DELETE', `/data/${ssnPoint.dataPointId}`, { apiKey: limited }), 403, 'Forbidden');
+  isError(t, await v.request('DELETE', `/data/${ssnPoint.dataPointId}`, { apiKey: limited }), 404, 'Data Not Found');
   isError(t, await v.request('DELETE', `/datasubjects/${id}/data`, { apiKey: limited }), 403, 'Forbidden');
   t.is(await pointCount(v, id), 2);
 });

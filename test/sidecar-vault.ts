@@ -26,6 +26,8 @@ export class RealVault {
     readonly port: number,
     readonly dataDir: string,
     readonly apiKey: string,
+    /** More settings, e.g. `VAULT_DB` for a PostgreSQL database. */
+    readonly env: Record<string, string> = {},
   ) {}
 
   get url(): string {
@@ -43,6 +45,7 @@ export class RealVault {
         VAULT_DATA_DIR: this.dataDir,
         VAULT_ADMIN_API_KEY: this.apiKey,
         VAULT_LOG_LEVEL: 'warn',
+        ...this.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

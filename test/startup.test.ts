@@ -54,3 +54,43 @@ test('invalid configuration stops the start with a message naming the setting', 
   t.is(await vault.exited, 2);
   t.regex(vault.output(), /Invalid configuration: VAULT_PORT must be an integer from 0 to 65535, got "eighty"/);
 });
+
+test('npm start builds dist/ and runs the compiled vault, not the TypeScript sources', async (t) => {
+  t.timeout(300_000, 'a first build on a loaded machine');
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-npm-start-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const port = await freePort();
+  // Its own process group: npm, its shell and the vault all stop together.
+  const npm = spawn('npm', ['start', '--silent'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  npm.stdout.on('data', (d) => (out += d));
+  npm.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<void>((res) => npm.once('exit', () => res()));
+  t.teardown(() => {
+    try {
+      process.kill(-npm.pid!, 'SIGKILL');
+    } catch {}
+  });
+  await waitForHttp(`http://127.0.0.1:${port}/readyz`, 280_000).catch((err) => t.fail(`${err.message}\n${out}`));
+  t.true(statSync(join(REPO_ROOT, 'dist/core/src/main.js')).isFile());
+  // What runs is the compiled entry point, without a TypeScript loader.
+  const children = spawn('ps', ['-o', 'args=', '-g', String(npm.pid)], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let ps = '';
+  children.stdout.on('data', (d) => (ps += d));
+  await new Promise((res) => children.once('exit', res));
+  const vault = ps.split('\n').find((line) => line.includes('main.js'));
+  t.truthy(vault, ps);
+  t.regex(vault!, /dist\/core\/src\/main\.js/);
+  t.notRegex(vault!, /tsx/);
+  // Files that are not TypeScript (the console's) are found from the compiled build too.
+  const page = await fetch(`http://127.0.0.1:${port}/console`);
+  t.is(page.status, 200);
+  t.regex(await page.text(), /<html/i);
+  process.kill(-npm.pid!, 'SIGTERM');
+  await exited;
+});

@@ -1,8 +1,10 @@
 /**
- * Several stateless vault processes on one PostgreSQL (issue 8): store and read-by-id
- * throughput with one process, then two, on a fresh database created for the run and
- * dropped after it. With two, the load generator splits its connections between them (no
- * balancer in between to measure). The ratio is to the same scenario on SQLite in this run.
+ * Several stateless vault processes on one PostgreSQL (issues 8 and 13): store and read-by-id
+ * throughput with one process, then two, then four, on a fresh database created for the run
+ * and dropped after it. The load generator splits its connections between them (no balancer
+ * in between to measure). One process is compared with the same scenario on SQLite in this
+ * run, two and four with one; each figure notes the CPU use and the activity-lock waits, so
+ * a flat curve shows whether the cores or a lock were the limit.
  */
 import { Api, inParallel } from '../api.js';
 import { compare, type BenchContext } from '../context.js';
@@ -58,18 +60,32 @@ export async function runPostgres(ctx: BenchContext): Promise<void> {
       figure.ratio = (figure.value ?? 0) / ref.value;
     };
 
-    for (const processes of [1, 2]) {
-      if (processes === 2) {
-        ctx.log('postgres: starting the second vault');
-        // Same database, admin key, index key and encryption key: one deployment, two processes.
+    const single: Record<string, Figure> = {};
+    for (const processes of [1, 2, 4]) {
+      while (vaults.length < processes) {
+        ctx.log(`postgres: starting vault ${vaults.length + 1}`);
+        // Same database, admin key, index key and encryption key: one deployment, several processes.
         const { VAULT_PORT: _port, VAULT_DATA_DIR: _dir, ...shared } = first.env;
         vaults.push(await startVault(shared));
       }
       const urls = vaults.map((v) => v.url);
-      const s = await compare(ctx, { scenario: 'postgres', name: `store on PostgreSQL, ${processes} process${processes > 1 ? 'es' : ''}`, vault: { name: 'vault', url: urls, pool: storePool } });
-      relate(s, 'store');
-      const r = await compare(ctx, { scenario: 'postgres', name: `read by id on PostgreSQL, ${processes} process${processes > 1 ? 'es' : ''}`, vault: { name: 'vault', url: urls, pool: readPool } });
-      relate(r, 'read-by-id');
+      const label = `${processes} process${processes > 1 ? 'es' : ''}`;
+      for (const [kind, pool, sqliteScenario] of [
+        ['store', storePool, 'store'],
+        ['read by id', readPool, 'read-by-id'],
+      ] as const) {
+        const figure = await compare(ctx, { scenario: 'postgres', name: `${kind} on PostgreSQL, ${label}`, vault: { name: 'vault', url: urls, pool }, observe: true });
+        if (processes === 1) {
+          single[kind] = figure;
+          relate(figure, sqliteScenario);
+          figure.target = { text: '>= 0.6x SQLite', pass: figure.ratio !== undefined && figure.ratio >= 0.6 && !figure.problems?.length };
+        } else {
+          const one = single[kind];
+          figure.baseline = { name: 'one process', value: one.value ?? 0, p50: one.p50, p99: one.p99 };
+          figure.ratio = one.value ? (figure.value ?? 0) / one.value : undefined;
+          if (processes === 2) figure.target = { text: '>= 1.3x one process', pass: figure.ratio !== undefined && figure.ratio >= 1.3 && !figure.problems?.length };
+        }
+      }
     }
   } finally {
     for (const v of vaults) await v.dispose();

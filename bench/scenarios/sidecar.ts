@@ -74,8 +74,9 @@ async function metric(sidecar: SidecarProcess, name: string): Promise<number> {
 /** How many events of this application the vault's activity log holds (at least `n`?). */
 async function vaultHas(vault: VaultProcess, applicationId: string, n: number): Promise<boolean> {
   if (n === 0) return true;
-  const body = await adminApi(vault).ok('GET', `/activity?applicationId=${encodeURIComponent(applicationId)}&count=1&page=${n - 1}`);
-  return Array.isArray(body.data) && body.data.length === 1;
+  // The n-th record exists: pages of 1000 (the API's largest), so page numbers stay in range.
+  const body = await adminApi(vault).ok('GET', `/activity?applicationId=${encodeURIComponent(applicationId)}&count=1000&page=${Math.floor((n - 1) / 1000)}`);
+  return Array.isArray(body.data) && body.data.length > (n - 1) % 1000;
 }
 
 async function waitUntil(deadlineMs: number, check: () => Promise<boolean>, everyMs = 100): Promise<boolean> {

@@ -2,6 +2,7 @@
  * The operator contract: every setting comes from the environment, is checked at start,
  * and a bad value stops the process with a message naming the variable.
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export interface LicenseConfig {
@@ -17,6 +18,10 @@ export interface VaultConfig {
   /** `sqlite:<path>` or a `postgres://` URL. */
   db: string;
   dbPoolSize: number;
+  /** SQLite page cache, MiB. */
+  sqliteCacheMb: number;
+  /** Unwrapped data keys kept in memory (each spares an RSA decryption on a later read). */
+  dataKeyCacheSize: number;
   adminApiKey?: string;
   /** Base64 of a PEM public key, as in the X-Encryption-Key header. */
   encryptionPublicKey?: string;
@@ -25,8 +30,11 @@ export interface VaultConfig {
   bodyLimit: number;
   logLevel: string;
   license: LicenseConfig;
-  /** Honour X-Forwarded-For from these proxies (Fastify's trustProxy). */
-  trustProxy: boolean | string;
+  /**
+   * Whose X-Forwarded-For to believe (Fastify's trustProxy): false, a hop count, or the
+   * proxies' addresses and CIDRs. `true` believes anyone, which lets clients pick their address.
+   */
+  trustProxy: boolean | number | string[];
   /** Requests per application per window; 0 turns the limit off. */
   rateLimit: { max: number; windowMs: number };
   /** Failed authentications per address per window before 429. */
@@ -64,6 +72,29 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** proxy-addr's names for whole ranges, accepted beside addresses and CIDRs. */
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function trustProxy(raw: string | undefined): boolean | number | string[] {
+  if (raw === undefined || raw.trim() === '' || /^false$/i.test(raw.trim())) return false;
+  if (/^true$/i.test(raw.trim())) return true;
+  if (/^\d+$/.test(raw.trim())) {
+    const hops = Number(raw.trim());
+    if (hops < 1 || hops > 16) throw new ConfigError(`VAULT_TRUST_PROXY hop count must be from 1 to 16, got "${raw}"`);
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  for (const entry of entries) {
+    const [address, prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (!NAMED_RANGES.has(entry) && (family === 0 || !prefixOk || extra !== undefined)) {
+      throw new ConfigError(`VAULT_TRUST_PROXY must be false, a hop count, or proxy addresses/CIDRs separated by commas; "${entry}" is none of them`);
+    }
+  }
+  return entries.length === 0 ? false : entries;
+}
+
 export function loadConfig(env: Env = process.env): VaultConfig {
   const dataDir = resolve(env.VAULT_DATA_DIR || './data');
   const db = env.VAULT_DB || `sqlite:${resolve(dataDir, 'vault.db')}`;
@@ -80,13 +111,14 @@ export function loadConfig(env: Env = process.env): VaultConfig {
   if ((certPath === undefined) !== (keyPath === undefined)) {
     throw new ConfigError('VAULT_TLS_CERT and VAULT_TLS_KEY must be set together');
   }
-  const trust = env.VAULT_TRUST_PROXY;
   return {
     host: env.VAULT_HOST || '127.0.0.1',
     port: integer(env, 'VAULT_PORT', 8083, 0, 65535),
     dataDir,
     db,
     dbPoolSize: integer(env, 'VAULT_DB_POOL_SIZE', 10, 1, 1000),
+    sqliteCacheMb: integer(env, 'VAULT_SQLITE_CACHE_MB', 32, 1, 65_536),
+    dataKeyCacheSize: integer(env, 'VAULT_DATA_KEY_CACHE_SIZE', 10_000, 1, 10_000_000),
     adminApiKey,
     encryptionPublicKey: env.VAULT_ENCRYPTION_PUBLIC_KEY || undefined,
     indexKey: env.VAULT_INDEX_KEY || undefined,
@@ -107,6 +139,6 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     },
     shutdownGraceMs: integer(env, 'VAULT_SHUTDOWN_GRACE_MS', 0, 0, 600_000),
     tls: certPath && keyPath ? { certPath, keyPath } : undefined,
-    trustProxy: trust === undefined || trust === '' ? false : /^(true|false)$/i.test(trust) ? /^true$/i.test(trust) : trust,
+    trustProxy: trustProxy(env.VAULT_TRUST_PROXY),
   };
 }

@@ -30,7 +30,10 @@ import { RetentionSweeper, sweepIntervalFromEnv } from './rules/retention.js';
 import { AlertService } from './alerts/service.js';
 import { WebhookDelivery, webhookOptionsFromEnv } from './alerts/webhooks.js';
 import type { ActivityLog } from './activity/log.js';
-import { ChainedActivityLog } from './activity/service.js';
+import { PendingActivityLog } from './activity/appender.js';
+import { ActivitySealer } from './activity/sealer.js';
+import { DataKeys } from './crypto/datakeys.js';
+import { DefinitionCatalog } from './definitions/catalog.js';
 
 export interface VaultOptions {
   config: VaultConfig;
@@ -43,6 +46,8 @@ export class Vault {
   readonly config: VaultConfig;
   readonly logger: Logger;
   readonly db: Kysely<Database>;
+  /** For reads outside transactions (a second connection on SQLite). */
+  readonly reader: Kysely<Database>;
   readonly dialect: DialectName;
   readonly handle: DatabaseHandle;
   readonly keyring: Keyring;
@@ -51,6 +56,8 @@ export class Vault {
   readonly tags: TagService;
   readonly regulations: RegulationService;
   readonly definitions: DefinitionService;
+  /** The definitions in memory, for the data paths. */
+  readonly catalog: DefinitionCatalog;
   /** The encrypted data plane: stores, reads, deletes, purges (and the data-key cache). */
   readonly datapoints: DataPointService;
   readonly search: SearchService;
@@ -62,6 +69,8 @@ export class Vault {
   readonly retention: RetentionSweeper;
   rules: RulesEngine;
   activity: ActivityLog;
+  /** Chains committed activity records into the hash chain, in the background. */
+  readonly sealer: ActivitySealer;
   readonly metrics = new VaultMetrics();
   /** The blind-index secret; it never enters the database. */
   readonly indexKey: Buffer;
@@ -71,21 +80,46 @@ export class Vault {
     this.logger = options.logger;
     this.handle = handle;
     this.db = handle.db;
+    this.reader = handle.reader;
     this.dialect = handle.dialect;
     this.indexKey = indexKey;
     this.keyring = new Keyring(this.db);
     this.applications = new ApplicationService(this.db);
     this.entityTypes = new EntityTypeService(this.db);
-    this.tags = new TagService(this.db, () => this.rules);
-    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules);
-    this.definitions = new DefinitionService(this.db, () => this.rules);
+    this.catalog = new DefinitionCatalog(this.db);
+    const definitionsChanged = () => this.catalog.invalidate();
+    this.tags = new TagService(this.db, () => this.rules, definitionsChanged);
+    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules, definitionsChanged);
+    this.definitions = new DefinitionService(this.db, () => this.rules, definitionsChanged);
     this.entities = new EntityService(this.db);
-    this.datapoints = new DataPointService(this);
-    this.search = new SearchService(this.db, this.indexKey);
+    this.search = new SearchService(this.reader, this.indexKey);
     this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));
     this.ruleService = new RuleService(this.db, this.logger, () => this.config.license.customRules);
     this.rules = meterRules(new VaultRulesEngine(this.ruleService, this.alerts, this.logger), this.metrics);
-    this.activity = meterActivity(new ChainedActivityLog(), this.metrics);
+    this.sealer = new ActivitySealer(this.db, this.dialect, {
+      logger: this.logger,
+      observeLockWait: (stage, seconds) => this.metrics.activityLockWait.observe({ stage }, seconds),
+      observeSealed: (records, lag) => {
+        this.metrics.activitySealed.inc(records);
+        this.metrics.activitySealLag.observe(lag);
+      },
+    });
+    const appender = new PendingActivityLog(this.db, this.sealer, {
+      observeQueueWait: (seconds) => this.metrics.activityLockWait.observe({ stage: 'group_commit' }, seconds),
+    });
+    this.activity = meterActivity(appender, this.metrics);
+    this.datapoints = new DataPointService({
+      db: this.db,
+      reader: this.reader,
+      dialect: this.dialect,
+      keyring: this.keyring,
+      dataKeys: new DataKeys(this.config.dataKeyCacheSize),
+      definitions: this.catalog,
+      rules: () => this.rules,
+      activity: () => this.activity,
+      indexKey: this.indexKey,
+      logger: this.logger,
+    });
     meterAlerts(this.alerts, this.metrics);
     meterSearches(this.search, this.metrics);
     this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
@@ -98,12 +132,13 @@ export class Vault {
     const announce = options.announce ?? ((m: string) => process.stderr.write(`${m}\n`));
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     const indexKey = loadIndexKey(config);
-    const handle = connect({ url: config.db, poolSize: config.dbPoolSize });
+    const handle = connect({ url: config.db, poolSize: config.dbPoolSize, sqliteCacheMb: config.sqliteCacheMb });
     const vault = new Vault(options, handle, indexKey);
     try {
       await migrateToLatest(vault.db);
       await vault.bootstrap(announce);
       vault.retention.start();
+      vault.sealer.start();
     } catch (err) {
       await vault.close();
       throw err;
@@ -135,8 +170,10 @@ export class Vault {
 
   async close(): Promise<void> {
     await this.retention.stop();
+    await this.sealer.stop();
     await this.alerts.webhooks.close();
     await this.db.destroy();
+    if (this.reader !== this.db) await this.reader.destroy();
   }
 }
 

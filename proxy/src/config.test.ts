@@ -40,12 +40,14 @@ test('every variable is read', (t) => {
     SIDECAR_ROUTES: '/etc/routes.json',
     SIDECAR_PROXY_BODY_LIMIT: '0',
     SIDECAR_LOG_LEVEL: 'debug',
+    SIDECAR_INGEST_TOKEN: 'token-0123456789abcdef',
+    SIDECAR_DROP_VALUES: 'true',
   });
   t.like(config, {
     host: '0.0.0.0', port: 9000, proxyPort: 9001, vaultUrl: 'https://vault.internal:8443/base', queue: 'audit.q', prefix: '{vault}',
     batchSize: 100, batchMs: 0, maxRetries: 0, retryBaseMs: 10, retryMaxMs: 1000, vaultTimeoutMs: 5000, lockMs: 5000,
     shutdownMs: 3000, bodyLimit: 2048, enqueueTimeoutMs: 100, upstream: 'http://127.0.0.1:3000', routesFile: '/etc/routes.json',
-    proxyBodyLimit: 0, logLevel: 'debug',
+    proxyBodyLimit: 0, logLevel: 'debug', ingestToken: 'token-0123456789abcdef', dropValues: true,
   });
 });
 
@@ -99,8 +101,32 @@ test('resolveConfig fills defaults and validates programmatic input with field n
   t.throws(() => resolveConfig({ apiKey: '', lockMs: 10 }), { message: /lockMs must be an integer >= 1000[\s\S]*apiKey must be a non-empty string/ });
 });
 
-test('describeConfig hides the API key and the Redis password', (t) => {
-  const shown = JSON.stringify(describeConfig(loadConfig({ SIDECAR_API_KEY: 'super-secret', REDIS_URL: 'redis://:hunter2@127.0.0.1:6379' })));
+test('a non-loopback address needs an ingest token; loopback addresses do not', (t) => {
+  for (const host of ['0.0.0.0', '::', '10.0.0.5', 'sidecar.internal', '[::]']) {
+    t.throws(() => loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_HOST: host }), {
+      instanceOf: ConfigError,
+      message: new RegExp(`SIDECAR_HOST is "${host.replace(/[[\]]/g, '\\$&')}", which is not a loopback address: set SIDECAR_INGEST_TOKEN too`),
+    }, host);
+    t.is(loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_HOST: host, SIDECAR_INGEST_TOKEN: 'token-0123456789abcdef' }).host, host);
+  }
+  for (const host of ['127.0.0.1', '127.10.0.1', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) {
+    t.is(loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_HOST: host }).ingestToken, undefined, host);
+  }
+  t.throws(() => loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_INGEST_TOKEN: 'short' }), { message: /SIDECAR_INGEST_TOKEN must be at least 16 characters/ });
+  t.throws(() => resolveConfig({ apiKey: 'k', host: '0.0.0.0' }), { message: /host is "0.0.0.0", which is not a loopback address: set ingestToken too/ });
+});
+
+test('SIDECAR_DROP_VALUES is true or false', (t) => {
+  t.false(loadConfig({ SIDECAR_API_KEY: 'k' }).dropValues);
+  t.false(loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_DROP_VALUES: 'false' }).dropValues);
+  t.throws(() => loadConfig({ SIDECAR_API_KEY: 'k', SIDECAR_DROP_VALUES: 'yes' }), { message: /SIDECAR_DROP_VALUES must be true or false, got "yes"/ });
+});
+
+test('describeConfig hides the API key, the ingest token and the Redis password', (t) => {
+  const shown = JSON.stringify(
+    describeConfig(loadConfig({ SIDECAR_API_KEY: 'super-secret', SIDECAR_INGEST_TOKEN: 'token-secret-0123456789', REDIS_URL: 'redis://:hunter2@127.0.0.1:6379' })),
+  );
   t.false(shown.includes('super-secret'));
+  t.false(shown.includes('token-secret'));
   t.false(shown.includes('hunter2'));
 });

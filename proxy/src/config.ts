@@ -33,6 +33,13 @@ export interface SidecarConfig {
   routesFile: string | undefined;
   proxyBodyLimit: number;
   logLevel: string;
+  /**
+   * Bearer token callers of the ingest and dead-letter endpoints must present; required when
+   * `host` is not a loopback address.
+   */
+  ingestToken: string | undefined;
+  /** Strip `data.value` from events before they reach Redis. */
+  dropValues: boolean;
 }
 
 export type SidecarConfigInput = Partial<SidecarConfig> & Pick<SidecarConfig, 'apiKey'>;
@@ -59,13 +66,15 @@ export const defaults = {
   retryMaxMs: 30_000,
   vaultTimeoutMs: 30_000,
   lockMs: 30_000,
-  shutdownMs: 10_000,
+  shutdownMs: 7_000,
   bodyLimit: 5 * 1024 * 1024,
   enqueueTimeoutMs: 5_000,
   upstream: undefined,
   routesFile: undefined,
   proxyBodyLimit: 1024 * 1024,
   logLevel: 'info',
+  ingestToken: undefined,
+  dropValues: false,
 } as const satisfies Omit<SidecarConfig, 'apiKey'>;
 
 /** Environment variable for each setting, in the order the README documents them. */
@@ -92,6 +101,8 @@ export const envNames: Record<keyof SidecarConfig, string> = {
   routesFile: 'SIDECAR_ROUTES',
   proxyBodyLimit: 'SIDECAR_PROXY_BODY_LIMIT',
   logLevel: 'SIDECAR_LOG_LEVEL',
+  ingestToken: 'SIDECAR_INGEST_TOKEN',
+  dropValues: 'SIDECAR_DROP_VALUES',
 };
 
 const integerKeys = [
@@ -134,6 +145,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
         continue;
       }
       input[key] = Number(raw);
+    } else if (key === 'dropValues') {
+      if (raw !== 'true' && raw !== 'false') {
+        problems.push(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+        continue;
+      }
+      input[key] = raw === 'true';
     } else {
       input[key] = raw;
     }
@@ -170,6 +187,17 @@ function check(
     problems.push(`${name('apiKey')} must not contain whitespace`);
   }
   if (typeof config.host !== 'string' || config.host.length === 0) problems.push(`${name('host')} must be a non-empty string`);
+  if (config.ingestToken !== undefined) {
+    if (typeof config.ingestToken !== 'string' || config.ingestToken.length < minTokenLength || /\s/.test(config.ingestToken)) {
+      problems.push(`${name('ingestToken')} must be at least ${minTokenLength} characters without whitespace`);
+    }
+  } else if (typeof config.host === 'string' && config.host.length > 0 && !isLoopback(config.host)) {
+    problems.push(
+      `${name('host')} is ${JSON.stringify(config.host)}, which is not a loopback address: set ${name('ingestToken')} too, ` +
+        'or anyone who can reach the port could post events and read dead letters',
+    );
+  }
+  if (typeof config.dropValues !== 'boolean') problems.push(`${name('dropValues')} must be true or false`);
   checkUrl(config.vaultUrl, name('vaultUrl'), ['http:', 'https:'], problems);
   checkUrl(config.redisUrl, name('redisUrl'), ['redis:', 'rediss:'], problems);
   // BullMQ builds keys as prefix:queue:..., so a colon in the queue name would corrupt them.
@@ -200,6 +228,17 @@ function check(
   return Object.freeze({ ...config });
 }
 
+/** Long enough that guessing it is hopeless; `openssl rand -hex 32` makes a good one. */
+const minTokenLength = 16;
+
+/** 127.0.0.0/8, ::1 (also as an IPv4-mapped address) and localhost reach only this machine. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice('::ffff:'.length) : h;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
 function checkUrl(value: unknown, label: string, protocols: string[], problems: string[]): void {
   if (typeof value !== 'string') {
     problems.push(`${label} must be a URL`);
@@ -217,9 +256,9 @@ function checkUrl(value: unknown, label: string, protocols: string[], problems: 
   }
 }
 
-/** A copy safe to log: the API key is never written anywhere. */
+/** A copy safe to log: the API key and the ingest token are never written anywhere. */
 export function describeConfig(config: SidecarConfig): Record<string, unknown> {
   const redis = new URL(config.redisUrl);
   if (redis.password) redis.password = '***';
-  return { ...config, apiKey: '***', redisUrl: redis.toString() };
+  return { ...config, apiKey: '***', ingestToken: config.ingestToken === undefined ? undefined : '***', redisUrl: redis.toString() };
 }

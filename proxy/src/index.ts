@@ -28,8 +28,18 @@ export interface SidecarHandle {
   log: Logger;
   /** Current delivery state: standby, recovering, delivering, stopping, stopped. */
   readonly deliveryState: string;
-  /** Graceful stop: stop accepting, finish the batch in flight, release Redis. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Graceful stop, bounded by `shutdownMs` whatever Redis, the vault or the upstream are doing:
+   * stop accepting, finish the requests and the batch in flight, release Redis. Idempotent.
+   */
+  close(): Promise<StopReport>;
+}
+
+export interface StopReport {
+  /** False when the deadline cut something short; nothing acknowledged is lost either way. */
+  finished: boolean;
+  /** What was cut short. */
+  unfinished: string[];
 }
 
 export interface StartOptions {
@@ -70,10 +80,11 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
     : undefined;
 
   // The worker ends workerRedis when it stops; the dead-letter queue shares it.
+  // Each close ends its connection first thing, so even a close that then hangs on a dead
+  // Redis leaves no connection open.
   const releaseRedis = async () => {
-    await producer.close();
-    await deadLetters.close();
     controlRedis.disconnect();
+    await Promise.allSettled([producer.close(), deadLetters.close()]);
   };
 
   // Give Redis a moment before opening the ports, so a sidecar reported up by /healthz does
@@ -92,8 +103,8 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
     if (proxy) proxyUrl = await proxy.listen(config.host, config.proxyPort);
   } catch (err) {
     await app.close().catch(() => {});
-    await proxy?.close(0).catch(() => {});
-    await worker.stop();
+    await proxy?.close(Date.now()).catch(() => {});
+    await worker.stop(Date.now() + 1000);
     await vault.close();
     await releaseRedis();
     throw err;
@@ -101,19 +112,33 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
   worker.start();
   log.info({ url, proxyUrl }, 'sidecar listening');
 
-  let closing: Promise<void> | undefined;
+  let closing: Promise<StopReport> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      log.info('stopping sidecar');
-      // Stop taking traffic first, so nothing is accepted that we could not enqueue.
-      await Promise.allSettled([
-        withTimeout(app.close(), config.shutdownMs + 1000, 'ingest close'),
-        proxy?.close(config.shutdownMs),
+      const deadline = Date.now() + config.shutdownMs;
+      const left = () => Math.max(0, deadline - Date.now());
+      log.info({ shutdownMs: config.shutdownMs }, 'stopping sidecar');
+      const unfinished: string[] = [];
+      // Taking traffic and delivering are independent (what is accepted meanwhile waits in
+      // Redis for the next start), so both wind down at once and share the one deadline.
+      const ingestClosed = async () => {
+        const done = await withTimeout(app.close(), left(), 'ingest close').then(() => true, () => false);
+        if (!done) {
+          app.server.closeAllConnections();
+          unfinished.push('ingest requests');
+        }
+      };
+      await Promise.all([
+        ingestClosed(),
+        proxy?.close(deadline).then((done) => done || unfinished.push('proxied requests')),
+        worker.stop(deadline).then((done) => done || unfinished.push('delivery in progress')),
       ]);
-      await worker.stop();
-      await vault.close();
-      await releaseRedis();
-      log.info('sidecar stopped');
+      await vault.close(Math.min(1000, left()));
+      await withTimeout(releaseRedis(), 1000, 'Redis close').catch(() => {});
+      if (unfinished.length > 0) {
+        log.warn({ unfinished }, 'sidecar stopped before finishing; what it had not delivered stays in Redis for the next start');
+      } else log.info('sidecar stopped');
+      return { finished: unfinished.length === 0, unfinished };
     })());
 
   return {

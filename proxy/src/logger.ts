@@ -1,13 +1,15 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 
 /**
- * Event values and the vault API key must never reach the logs. Code only logs ids, counts
+ * Event values, the vault API key and the ingest token must never reach the logs. Code only logs ids, counts
  * and status codes; the redaction list is a second line of defence for anything that slips
  * through (a whole event, a request's headers).
  */
 export const redactPaths = [
   'apiKey',
   '*.apiKey',
+  'ingestToken',
+  '*.ingestToken',
   'authorization',
   '*.authorization',
   'req.headers.authorization',

@@ -5,26 +5,14 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { FakeVault } from './testing/fake-vault.js';
 import {
-  cleanupRedis, freePort, getJson, makeEvent, postEvents, sharedRedisUrl, spawnSidecar, stopChild, uniquePrefix, waitFor,
+  cleanupRedis, freePort, getJson, makeEvent, postEvents, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
   type SpawnedSidecar,
 } from './testing/helpers.js';
 
 /** The CLI (`npm run sidecar`) as a child process: configuration errors, SIGKILL, SIGTERM. */
 
 function baseEnv(vault: FakeVault, prefix: string, port: number): Record<string, string> {
-  return {
-    SIDECAR_API_KEY: vault.apiKey,
-    SIDECAR_VAULT_URL: vault.url,
-    SIDECAR_PORT: String(port),
-    SIDECAR_PREFIX: prefix,
-    REDIS_URL: sharedRedisUrl,
-    SIDECAR_BATCH_SIZE: '100',
-    SIDECAR_BATCH_MS: '20',
-    SIDECAR_LOCK_MS: '2000',
-    SIDECAR_RETRY_BASE_MS: '20',
-    SIDECAR_RETRY_MAX_MS: '200',
-    SIDECAR_LOG_LEVEL: 'info',
-  };
+  return spawnedSidecarEnv({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, port });
 }
 
 async function untilDelivering(url: string): Promise<void> {
@@ -60,6 +48,10 @@ test('invalid configuration fails at start with a clear message', async (t) => {
   t.is(await badRoutes.exited, 78);
   t.regex(badRoutes.output(), /invalid routes file .*routes\.json/);
   t.regex(badRoutes.output(), /routes\[0\]\.applicationId is required/);
+
+  const exposed = spawnSidecar({ SIDECAR_API_KEY: 'k', SIDECAR_HOST: '0.0.0.0', SIDECAR_PORT: '0' });
+  t.is(await exposed.exited, 78);
+  t.regex(exposed.output(), /SIDECAR_HOST is "0.0.0.0", which is not a loopback address: set SIDECAR_INGEST_TOKEN too/);
 });
 
 test('SIGKILL mid-batch and restart: nothing lost, nothing recorded twice, order kept', async (t) => {

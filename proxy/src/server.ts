@@ -1,9 +1,11 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { SidecarConfig } from './config.js';
 import { registerDeadLetterRoutes } from './delivery/dead-letter-routes.js';
 import type { DeadLetterQueue } from './delivery/dead-letters.js';
 import type { DeliveryWorker } from './delivery/worker.js';
+import { installIngestAuth } from './auth.js';
+import { describeFailure, errorBody, installJsonParser } from './http.js';
 import { registerIngestRoutes } from './ingest/routes.js';
 import type { SidecarMetrics } from './metrics.js';
 import { withTimeout } from './queue/connection.js';
@@ -28,23 +30,19 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     forceCloseConnections: 'idle',
   });
 
-  // An empty JSON body means "no options" (POST /deadletters/replay replays everything).
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
-    parseJson(request, text, done);
-  });
-
-  app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
-    const statusCode = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+  installJsonParser(app);
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const { statusCode, message } = describeFailure(err);
     if (statusCode >= 500) request.log.error({ err: err.message }, 'request failed');
-    const body = { statusCode, error: statusCode >= 500 ? 'Internal Server Error' : 'Bad Request', message: err.message };
+    const body = errorBody(statusCode, message);
     // Keep the ingest answer shape even when the body could not be parsed.
     if (request.url.startsWith('/events')) return reply.code(statusCode).send({ accepted: [], rejected: [], ...body });
     return reply.code(statusCode).send(body);
   });
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send(errorBody(404, 'Not Found')));
 
+  // Before the routes' own hooks, so an unauthenticated caller learns nothing, not even whether Redis is up.
+  installIngestAuth(app, config.ingestToken);
   registerIngestRoutes(app, { producer, metrics, log });
   registerDeadLetterRoutes(app, deadLetters, metrics);
 

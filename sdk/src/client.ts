@@ -27,6 +27,7 @@ import type {
   EntityTypeInput,
   ExternalActivityEvent,
   Readiness,
+  VaultStats,
   Regulation,
   RegulationInput,
   Rule,
@@ -458,6 +459,12 @@ export class VaultClient {
       signal: options.signal,
     });
     return { ready: res.status === 200, ...res.body };
+  }
+
+  /** Counts of subjects, data points, definitions, rules (and, for admins, applications and recent alerts). */
+  async stats(options: CallOptions = {}): Promise<VaultStats> {
+    const body = await this.request<{ data: VaultStats }>({ method: 'GET', path: '/stats', idempotent: true, signal: options.signal });
+    return body.data;
   }
 
   /** Prometheus metrics text. */

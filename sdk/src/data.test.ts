@@ -175,7 +175,7 @@ test('legal hold refuses overwrites and purges', async (t) => {
   t.deepEqual((await v.admin.dataSubjects.getAttribute(subject, key)).map((p) => p.value), ['1']);
 });
 
-test('access lists: 403 Forbidden access to attribute on store, Forbidden on reads and deletes', async (t) => {
+test('access lists: 403 Forbidden access to attribute on store, Forbidden on reads and deletes, Data Not Found by id', async (t) => {
   const open = await definition('OPEN');
   const secret = await definition('SECRET');
   const subject = unique('subj');
@@ -185,8 +185,9 @@ test('access lists: 403 Forbidden access to attribute on store, Forbidden on rea
 
   await apiError(t, client.dataSubjects.storeAttributes(subject, [{ attribute: secret, value: 'x' }]), 403, 'Forbidden access to attribute');
   await apiError(t, client.dataSubjects.getAttribute(subject, secret), 403, 'Forbidden');
-  await apiError(t, client.data.get(secretPoint.dataPointId), 403, 'Forbidden');
-  await apiError(t, client.data.delete(secretPoint.dataPointId), 403, 'Forbidden');
+  // By id, such a point is answered like an unknown id, so ids cannot be probed.
+  await apiError(t, client.data.get(secretPoint.dataPointId), 404, 'Data Not Found');
+  await apiError(t, client.data.delete(secretPoint.dataPointId), 404, 'Data Not Found');
   await apiError(t, client.dataSubjects.deleteAttribute(subject, secret), 403, 'Forbidden');
   // Without a list, it silently sees only what it may.
   t.deepEqual((await client.dataSubjects.getAttributes(subject)).map((p) => p.attribute), [open]);

@@ -4,7 +4,7 @@
  * They run in order (serially), as a reader would run them.
  */
 // example:start imports
-import { VaultApiError, VaultClient, VaultNetworkError, generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair } from '@vault/sdk';
+import { VaultApiError, VaultClient, VaultNetworkError, generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair } from '@sensitive-data-vault/sdk';
 // example:end
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

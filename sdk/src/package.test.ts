@@ -4,7 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,12 +23,26 @@ test.after.always(() => rmSync(out, { recursive: true, force: true }));
 
 test('the package has its manifest, README, JavaScript and declarations, and no tests', (t) => {
   const manifest = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
-  t.like(manifest, { name: '@vault/sdk', type: 'module', exports: { '.': { types: './index.d.ts', default: './index.js' } } });
+  t.like(manifest, { name: '@sensitive-data-vault/sdk', type: 'module', exports: { '.': { types: './index.d.ts', default: './index.js' } } });
   t.deepEqual(Object.keys(manifest.dependencies), ['undici']);
   for (const file of ['index.js', 'index.d.ts', 'client.d.ts', 'types.d.ts', 'README.md']) t.true(existsSync(join(out, file)), file);
   t.false(existsSync(join(out, 'testing')));
   t.false(existsSync(join(out, 'examples.test.js')));
   t.is(readFileSync(join(out, 'README.md'), 'utf8'), readFileSync(join(sdk, 'README.md'), 'utf8'));
+});
+
+test('npm pack makes the tarball the README says to install', async (t) => {
+  const dest = join(out, 'packed');
+  mkdirSync(dest);
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const { stdout } = await run(npm, ['pack', out, '--json', '--pack-destination', dest], { cwd: sdk });
+  const [packed] = JSON.parse(stdout.slice(stdout.indexOf('[')));
+  t.is(packed.name, '@sensitive-data-vault/sdk');
+  t.true(existsSync(join(dest, packed.filename)));
+  const readme = readFileSync(join(sdk, 'README.md'), 'utf8');
+  t.true(readme.includes(`npm pack ./sdk/dist                        # → ${packed.filename}`), 'the README names the tarball');
+  t.true(readme.includes(`npm install /path/to/${packed.filename}`));
+  t.false(/npm install @sensitive-data-vault\/sdk/.test(readme), 'no install from a registry that does not have it');
 });
 
 test('the built JavaScript runs under plain node', async (t) => {

@@ -22,6 +22,17 @@ test('health, readiness and metrics', async (t) => {
   t.regex(metrics, /# TYPE \w+/);
 });
 
+test('stats: counts for an admin; applications and alerts withheld from other keys', async (t) => {
+  const stats = await v.admin.stats();
+  t.true(stats.applications! >= 1);
+  t.deepEqual(Object.keys(stats.alertsLast24Hours!).sort(), ['DANGER', 'INFO', 'NEUTRAL', 'NORMAL', 'SUCCESS', 'WARNING']);
+  const created = await v.admin.applications.create({ name: unique('stats'), attributes: ['*'], admin: false });
+  const limited = await v.client({ apiKey: created.apiKey }).stats();
+  t.is(limited.applications, null);
+  t.is(limited.alertsLast24Hours, null);
+  t.is(typeof limited.subjects, 'number');
+});
+
 test('an unknown API key is 401 Unauthorized', async (t) => {
   const stranger = v.client({ apiKey: 'not-a-key-of-this-vault' });
   await apiError(t, stranger.tags.list(), 401, 'Unauthorized');

@@ -136,7 +136,7 @@ export class Transport {
       options.retry === false
         ? { retries: 0, minDelayMs: 0, maxDelayMs: 0 }
         : { retries: 3, minDelayMs: 100, maxDelayMs: 2000, ...options.retry };
-    this.userAgent = options.userAgent ?? '@vault/sdk';
+    this.userAgent = options.userAgent ?? '@sensitive-data-vault/sdk';
     this.pool = new Pool(url.origin, {
       connections: options.connections ?? 10,
       headersTimeout: options.headersTimeout ?? 30_000,

@@ -586,6 +586,20 @@ export interface CreatedApplication extends Application {
 // ---------------------------------------------------------------------------------------
 // Operations
 
+/** `GET /stats`: what the vault holds, within what the calling application may see. */
+export interface VaultStats {
+  subjects: number;
+  /** Values of the attributes the caller may access; a structure counts once. */
+  dataPoints: number;
+  definitions: number;
+  rules: number;
+  /** null for a non-admin key. */
+  applications: number | null;
+  /** Alerts of the last 24 hours by level; null for a non-admin key. */
+  alertsLast24Hours: Record<string, number> | null;
+  asOf: string;
+}
+
 export interface Readiness {
   ready: boolean;
   status: string;

@@ -5,6 +5,8 @@ import { fuzzRoutes } from '../testing/fuzz.js';
 import { defineAttribute, unique } from '../audit/fixtures.js';
 import { verifyActivityChain } from './service.js';
 import type { ActivityRecord } from './log.js';
+import { toRecordRow } from './records.js';
+import { SEAL_LOCK_KEY } from './sealer.js';
 
 let v: TestVault;
 const EMAIL = unique('EMAIL');
@@ -33,6 +35,18 @@ async function appendVaulted(target: TestVault, records: Partial<ActivityRecord>
   );
 }
 
+/**
+ * What a request writes when another process holds the seal (PostgreSQL): the records,
+ * unchained, for the sealer. SQLite writers always hold the seal, so tests write these directly.
+ */
+async function appendPending(target: TestVault, records: Partial<ActivityRecord>[]): Promise<void> {
+  const now = new Date().toISOString();
+  await target.vault.db
+    .insertInto('activity_pending')
+    .values(records.map((r) => toRecordRow({ eventType: 'READ', applicationId: 'app-1', reportOnly: false, timestamp: now, ...r } as ActivityRecord, now)))
+    .execute();
+}
+
 /** The triggers keep honest code from editing the log; a tamperer with the database drops them. */
 async function dropGuards(target: TestVault): Promise<void> {
   if (target.vault.dialect === 'postgres') {
@@ -57,6 +71,7 @@ test('records list oldest first with the event’s fields and a hash, never a va
     timestamp: '2024-05-01T12:00:00Z',
   });
   await audit({ eventType: 'READ', dataPointId: stored.body.dataPointId, applicationId: 'reporting' });
+  await v.vault.sealer.sealAll();
   const res = await v.request('GET', '/activity', { query: { subjectId: subject } });
   t.is(res.status, 200);
   t.is(res.body.data.length, 2);
@@ -180,18 +195,29 @@ test('concurrent appenders keep one linear chain', async (t) => {
     work.push(appendVaulted(fresh, [{ subjectId: `v-${i}` }, { subjectId: `v-${i}` }]));
   }
   await Promise.all(work);
-  const result = await verifyActivityChain(fresh.vault.db);
-  t.deepEqual(result, { valid: true, records: 150, lastHash: result.lastHash });
+  await fresh.vault.sealer.sealAll();
+  const sealed = await verifyActivityChain(fresh.vault.db);
+  t.deepEqual(sealed, { valid: true, records: 150, unsealed: 0, lastSequence: 150, lastHash: sealed.lastHash });
   const rows = await fresh.vault.db.selectFrom('activity_log').select('sequence').orderBy('sequence').execute();
   t.deepEqual(rows.map((r) => Number(r.sequence)), Array.from({ length: 150 }, (_, i) => i + 1), 'sequences 1..n without gaps');
   const verify = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(verify.body, { data: { valid: true, records: 150, lastHash: result.lastHash } });
+  t.deepEqual(verify.body, { data: { valid: true, records: 150, unsealed: 0, lastSequence: 150, lastHash: sealed.lastHash } });
 });
 
-test('the database refuses edits and deletes of the log', async (t) => {
-  await audit(store(unique('subject')));
-  await t.throwsAsync(v.vault.db.updateTable('activity_log').set({ application_id: 'forged' }).execute(), { any: true, message: /append-only/ });
-  await t.throwsAsync(v.vault.db.deleteFrom('activity_log').execute(), { any: true, message: /append-only/ });
+test('the database refuses edits and deletes of the log, and edits of records waiting to be sealed', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  await audit(store(unique('subject')), fresh);
+  // Seal what is pending (always the case on PostgreSQL), so there are sealed rows to refuse.
+  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: true, unsealed: 0 });
+  t.true((await fresh.vault.db.selectFrom('activity_log').select('sequence').execute()).length > 0);
+  await t.throwsAsync(fresh.vault.db.updateTable('activity_log').set({ application_id: 'forged' }).execute(), { any: true, message: /activity_log is append-only/ });
+  await t.throwsAsync(fresh.vault.db.deleteFrom('activity_log').execute(), { any: true, message: /activity_log is append-only/ });
+
+  await fresh.vault.sealer.stop();
+  await appendPending(fresh, [{ eventType: 'READ' }]);
+  await t.throwsAsync(fresh.vault.db.updateTable('activity_pending').set({ application_id: 'forged' }).execute(), { any: true, message: /activity_pending is append-only/ });
 });
 
 test('an edited record fails verification at that record', async (t) => {
@@ -205,7 +231,7 @@ test('an edited record fails verification at that record', async (t) => {
   await dropGuards(fresh);
   await fresh.vault.db.updateTable('activity_log').set({ application_user: 'someone else' }).where('sequence', '=', 3).execute();
   const res = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(res.body, { data: { valid: false, records: 5, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
+  t.deepEqual(res.body, { data: { valid: false, records: 5, unsealed: 0, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
 
   // Recomputing the edited record's own hash only moves the break to the next record.
   const rows = await fresh.vault.db.selectFrom('activity_log').selectAll().orderBy('sequence').execute();
@@ -223,12 +249,107 @@ test('a deleted record fails verification at its successor', async (t) => {
   await dropGuards(fresh);
   await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 2).execute();
   const res = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(res.body, { data: { valid: false, records: 4, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
+  t.deepEqual(res.body, { data: { valid: false, records: 4, unsealed: 0, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
 });
 
 test('an empty log is valid', async (t) => {
   const fresh = await startTestVault();
   t.teardown(() => fresh.close());
   const res = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(res.body, { data: { valid: true, records: 0 } });
+  t.deepEqual(res.body, { data: { valid: true, records: 0, unsealed: 0 } });
+});
+
+test('a record is listed as soon as it is committed, and sealed into the chain moments later', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  // Stop the background sealer so the record is caught before it is chained.
+  await fresh.vault.sealer.stop();
+  const subject = unique('subject');
+  await appendPending(fresh, [{ eventType: 'STORE', subjectId: subject }]);
+  const before = (await fresh.request('GET', '/activity', { query: { subjectId: subject } })).body.data;
+  t.is(before.length, 1);
+  t.like(before[0], { eventType: 'STORE', sealed: false });
+  t.false('sequence' in before[0] || 'hash' in before[0]);
+  t.like((await verifyActivityChain(fresh.vault.db)), { valid: true, records: 0, unsealed: 1 });
+
+  const verified = await fresh.request('GET', '/activity/verify');
+  t.like(verified.body.data, { valid: true, records: 1, unsealed: 0, lastSequence: 1 });
+  const after = (await fresh.request('GET', '/activity', { query: { subjectId: subject } })).body.data;
+  t.like(after[0], { sequence: 1, sealed: true, eventId: before[0].eventId });
+  t.regex(after[0].hash, /^[0-9a-f]{64}$/);
+});
+
+test('sealed records come first, then the pending ones, across pages', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  await fresh.vault.sealer.stop();
+  for (let i = 0; i < 3; i++) await audit({ ...store('paged'), eventId: `sealed-${i}` }, fresh);
+  await fresh.vault.sealer.sealAll();
+  for (let i = 0; i < 3; i++) await appendPending(fresh, [{ subjectId: 'paged', eventId: `pending-${i}` }]);
+  const page = async (n: number) =>
+    (await fresh.request('GET', '/activity', { query: { subjectId: 'paged', count: '2', page: String(n) } })).body.data.map((r: any) => r.eventId);
+  t.deepEqual([...(await page(0)), ...(await page(1)), ...(await page(2))], ['sealed-0', 'sealed-1', 'sealed-2', 'pending-0', 'pending-1', 'pending-2']);
+  t.deepEqual(await page(3), []);
+});
+
+test('a head kept outside the database reveals records cut off the end', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  for (let i = 0; i < 4; i++) await audit({ ...store(`h-${i}`), eventId: `evt-${i}` }, fresh);
+  const head = (await fresh.request('GET', '/activity/head')).body.data;
+  t.is(head.sequence, 4);
+  const good = await fresh.request('GET', '/activity/verify', { query: { head: `${head.sequence}:${head.hash}` } });
+  t.like(good.body.data, { valid: true, records: 4, headMatches: true });
+
+  // The last record removed: the rest of the chain is intact, only the head shows the loss.
+  await dropGuards(fresh);
+  await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 4).execute();
+  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: true, records: 3 });
+  const cut = await fresh.request('GET', '/activity/verify', { query: { head: `${head.sequence}:${head.hash}` } });
+  t.like(cut.body.data, { valid: false, records: 3, headMatches: false });
+  t.is((await fresh.request('GET', '/activity/verify', { query: { head: 'latest' } })).status, 400);
+});
+
+test('swapped records fail verification where the order breaks', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  for (let i = 0; i < 4; i++) await audit({ ...store(`r-${i}`), eventId: `evt-${i}` }, fresh);
+  await fresh.vault.sealer.sealAll();
+  await dropGuards(fresh);
+  // Swap the contents (hashes included) of records 2 and 3, as a reordering would.
+  const rows = await fresh.vault.db.selectFrom('activity_log').selectAll().orderBy('sequence').execute();
+  const [second, third] = [rows[1], rows[2]];
+  await fresh.vault.db.deleteFrom('activity_log').where('sequence', 'in', [2, 3]).execute();
+  await fresh.vault.db.insertInto('activity_log').values([{ ...third, sequence: 2 }, { ...second, sequence: 3 }]).execute();
+  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: false, firstBrokenSequence: 2, firstBrokenEventId: 'evt-2' });
+});
+
+test('on PostgreSQL a request never waits for another holder of the seal: its records wait instead', async (t) => {
+  if (v.vault.dialect !== 'postgres') return t.pass('SQLite serialises its writers itself');
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  // Another process sealing, as far as this vault can tell: the seal is held on a connection of its own.
+  const holder = await fresh.vault.db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${SEAL_LOCK_KEY}::bigint)`.execute(conn);
+    try {
+      const subject = unique('subject');
+      const stored = await audit(store(subject), fresh);
+      t.is(stored.status, 200);
+      const listed = (await fresh.request('GET', '/activity', { query: { subjectId: subject } })).body.data;
+      t.like(listed[0], { eventType: 'STORE', sealed: false });
+      t.like(await verifyActivityChain(fresh.vault.db), { unsealed: 1 });
+      return subject;
+    } finally {
+      await sql`select pg_advisory_unlock(${SEAL_LOCK_KEY}::bigint)`.execute(conn);
+    }
+  });
+  await fresh.vault.sealer.sealAll();
+  const listed = (await fresh.request('GET', '/activity', { query: { subjectId: holder } })).body.data;
+  t.like(listed[0], { eventType: 'STORE', sealed: true });
+  t.like(await verifyActivityChain(fresh.vault.db), { valid: true, unsealed: 0 });
 });

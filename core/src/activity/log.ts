@@ -1,25 +1,34 @@
 /**
  * The contract of the activity log: one append-only record per read, store, update and
- * delete, of vaulted and report-only data alike. Appends happen inside the caller's
- * transaction so an operation and its record commit together.
+ * delete, of vaulted and report-only data alike.
+ *
+ * A record is durable before the request that made it is answered: writes append inside
+ * their own transaction, so the operation and its record commit together; reads, which have
+ * no transaction of their own, hand their records to `record`, which commits them with
+ * every other read's records of the moment (group commit). Neither takes a lock that
+ * outlives the request's own statements: records are chained later, by the sealer.
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { EventType, Location } from '../rules/engine.js';
 
-export interface ActivityRecord {
-  eventType: EventType;
-  /** Caller-supplied for audit events (dedupe); generated otherwise. */
-  eventId?: string;
-  subjectId?: string;
-  dataPointId?: string;
-  attribute?: string;
+/** Who did it and where: the same fields in an audit event, a record and a listed entry. */
+export interface EventOrigin {
   applicationId: string;
   applicationUser?: string;
   dataStoreName?: string;
   dataStoreServer?: string;
   dataStoreEntityName?: string;
   location?: Location;
+}
+
+export interface ActivityRecord extends EventOrigin {
+  eventType: EventType;
+  /** Caller-supplied for audit events (dedupe); generated otherwise. */
+  eventId?: string;
+  subjectId?: string;
+  dataPointId?: string;
+  attribute?: string;
   reportOnly: boolean;
   timestamp: string;
   /**
@@ -34,13 +43,13 @@ export interface ActivityRecord {
 
 export interface ActivityLog {
   /**
-   * Appends in order. On PostgreSQL this takes the log's transaction lock until commit, so
-   * make it the last write of the transaction: taking other locks after it invites deadlocks.
+   * Writes the records inside the caller's transaction. A record with an `eventId` that its
+   * submitter already used fails the transaction with a unique violation.
    */
   append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void>;
+  /**
+   * Commits records that belong to no transaction (reads); resolves once they are durable.
+   * Never call it while holding a transaction: on SQLite it needs the connection.
+   */
+  record(records: ActivityRecord[]): Promise<void>;
 }
-
-/** Placeholder until the activity module lands: records nothing. */
-export const discardActivity: ActivityLog = {
-  append: async () => {},
-};

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { envelope, errors } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
-import { ActivityService, type ActivityQuery } from './service.js';
+import { ActivityService, parseChainHead, type ActivityQuery } from './service.js';
 
 /** Text that both databases store as sent: no NUL, no unpaired surrogate. */
 export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
@@ -32,7 +32,7 @@ const optionalText = { type: 'string' } as const;
 export const activityEntrySchema = {
   type: 'object',
   properties: {
-    sequence: { type: 'integer' },
+    sequence: { type: 'integer', description: 'Position in the hash chain, given when the record is sealed; absent before' },
     eventId: { type: 'string' },
     eventType: { type: 'string', enum: eventTypeEnum },
     subjectId: optionalText,
@@ -48,7 +48,8 @@ export const activityEntrySchema = {
     timestamp: { type: 'string', description: 'When the event happened' },
     recordedDate: { type: 'string', description: 'When the vault recorded it' },
     recordedBy: { type: 'string', description: 'Id of the application whose API key submitted it' },
-    hash: { type: 'string', description: 'SHA-256 over the previous record’s hash and this record' },
+    sealed: { type: 'boolean', description: 'Whether the record is chained yet (it is within about a second)' },
+    hash: { type: 'string', description: 'SHA-256 over the previous record’s hash and this record; absent until sealed' },
   },
 } as const;
 
@@ -56,17 +57,28 @@ const verifySchema = envelope({
   type: 'object',
   properties: {
     valid: { type: 'boolean' },
-    records: { type: 'integer' },
+    records: { type: 'integer', description: 'Sealed records checked' },
+    unsealed: { type: 'integer', description: 'Committed records not yet chained (sealed within about a second)' },
     firstBrokenSequence: { type: 'integer' },
     firstBrokenEventId: { type: 'string' },
+    lastSequence: { type: 'integer' },
     lastHash: { type: 'string' },
+    headMatches: { type: 'boolean', description: 'With `head`: whether the log still holds that record unchanged' },
   },
 });
+
+const verifyQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    head: { type: 'string', pattern: '^\\d{1,15}:[0-9a-f]{64}$', description: 'SEQUENCE:HASH kept from an earlier `vault activity head`' },
+  },
+} as const;
 
 /** The log names subjects and what was done with their data: admins only. */
 export const activityRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['activity'];
-  const service = new ActivityService(vault.db);
+  const service = new ActivityService(vault.db, vault.sealer);
   app.addHook('preHandler', async (request) => requireAdmin(request.caller));
 
   app.get<{ Querystring: ActivityQuery }>(
@@ -82,9 +94,28 @@ export const activityRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, 
     async (request) => ({ data: await service.list(request.query) }),
   );
 
-  app.get(
+  app.get<{ Querystring: { head?: string } }>(
     '/activity/verify',
-    { schema: { tags, summary: 'Recompute the activity hash chain', response: { 200: verifySchema, ...errors(401, 403) } } },
-    async () => ({ data: await service.verify() }),
+    {
+      schema: {
+        tags,
+        summary: 'Seal pending records and recompute the activity hash chain',
+        querystring: verifyQuery,
+        response: { 200: verifySchema, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => ({ data: await service.verify(request.query.head === undefined ? undefined : parseChainHead(request.query.head)) }),
+  );
+
+  app.get(
+    '/activity/head',
+    {
+      schema: {
+        tags,
+        summary: 'The chain head (after sealing pending records), to keep outside the database',
+        response: { 200: envelope({ type: 'object', properties: { sequence: { type: 'integer' }, hash: { type: 'string' } } }), ...errors(401, 403) },
+      },
+    },
+    async () => ({ data: await service.head() }),
   );
 };

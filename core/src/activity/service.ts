@@ -1,106 +1,37 @@
 /**
- * The activity log: an append-only, hash-chained table of every read, store, update and
- * delete, whether of vaulted data (the data plane appends) or of report-only data (audit
- * events). Listing and chain verification for operators live here too.
+ * Reading the activity log: listing with filters, and verifying the hash chain. Records are
+ * written by the appender (`appender.ts`) and chained by the sealer (`sealer.ts`); a record
+ * committed but not yet sealed is listed after every sealed one, without a `sequence`.
  */
-import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import { lockForTransaction } from '../db/dialect.js';
+import { PostgresAdapter, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import type { EventType, Location } from '../rules/engine.js';
-import { nowIso, parseIsoDate } from '../util/time.js';
+import { parseIsoDate } from '../util/time.js';
 import { chainHash, GENESIS_HASH } from './chain.js';
-import type { ActivityLog, ActivityRecord } from './log.js';
-import type { ActivityLogTable } from './tables.js';
+import { chunks, INSERT_CHUNK } from '../db/insert-rows.js';
+import type { ActivitySealer } from './sealer.js';
+import type { EventOrigin } from './log.js';
+import type { ActivityLogTable, ActivityPendingTable } from './tables.js';
 
-/** Key of the PostgreSQL advisory lock that keeps appends, and so the chain, in one line. */
-export const ACTIVITY_LOCK_KEY = 0x61637476; // "actv"
-
-/** Rows per INSERT: well under both drivers' bound-parameter limits at 20 columns. */
-const INSERT_CHUNK = 400;
 const VERIFY_PAGE = 2000;
 
-/**
- * Both databases replace what UTF-8 cannot hold (unpaired surrogates) and PostgreSQL refuses
- * NUL; doing it here first means the hash covers exactly what is stored.
- */
-function storable(value: string | undefined): string | null {
-  if (value === undefined) return null;
-  return value.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-}
-
-export function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-export class ChainedActivityLog implements ActivityLog {
-  async append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    // Outside a transaction the lock would end with its own statement and two appenders
-    // could chain onto the same record.
-    if (!trx.isTransaction) throw new Error('activity records must be appended inside a transaction');
-    await lockForTransaction(trx, ACTIVITY_LOCK_KEY);
-    const last = await trx
-      .selectFrom('activity_log')
-      .select(['sequence', 'hash'])
-      .orderBy('sequence', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    let sequence = last ? Number(last.sequence) : 0;
-    let previous = last?.hash ?? GENESIS_HASH;
-    const recordedDate = nowIso();
-    const rows: ActivityLogTable[] = records.map((r) => {
-      sequence += 1;
-      const row: Omit<ActivityLogTable, 'hash'> = {
-        sequence,
-        event_id: storable(r.eventId) ?? randomUUID(),
-        recorded_by: storable(r.recordedBy ?? r.applicationId)!,
-        event_type: r.eventType,
-        subject_id: storable(r.subjectId),
-        data_point_id: storable(r.dataPointId),
-        attribute: storable(r.attribute),
-        application_id: storable(r.applicationId)!,
-        application_user: storable(r.applicationUser),
-        data_store_name: storable(r.dataStoreName),
-        data_store_server: storable(r.dataStoreServer),
-        data_store_entity_name: storable(r.dataStoreEntityName),
-        country: storable(r.location?.country),
-        subdivision: storable(r.location?.subdivision),
-        city: storable(r.location?.city),
-        report_only: r.reportOnly ? 1 : 0,
-        event_time: r.timestamp,
-        recorded_date: recordedDate,
-        summary: r.summary === undefined ? null : JSON.stringify(r.summary),
-      };
-      previous = chainHash(previous, row);
-      return { ...row, hash: previous };
-    });
-    for (const chunk of chunks(rows, INSERT_CHUNK)) await trx.insertInto('activity_log').values(chunk).execute();
-  }
-}
-
 /** What `GET /activity` returns per record: the event's fields, never a value. */
-export interface ActivityEntry {
-  sequence: number;
+export interface ActivityEntry extends EventOrigin {
+  /** Position in the hash chain; absent until the record is sealed (within a second or so). */
+  sequence?: number;
   eventId: string;
   eventType: EventType;
   subjectId?: string;
   dataPointId?: string;
   attribute?: string;
-  applicationId: string;
-  applicationUser?: string;
-  dataStoreName?: string;
-  dataStoreServer?: string;
-  dataStoreEntityName?: string;
-  location?: Location;
   reportOnly: boolean;
   timestamp: string;
   recordedDate: string;
   recordedBy: string;
-  hash: string;
+  sealed: boolean;
+  /** Absent until sealed. */
+  hash?: string;
 }
 
 export interface ActivityQuery {
@@ -116,27 +47,41 @@ export interface ActivityQuery {
   count?: number;
 }
 
+/** The last sealed record, kept outside the database to detect records cut off the end. */
+export interface ChainHead {
+  sequence: number;
+  hash: string;
+}
+
 export interface VerifyResult {
   valid: boolean;
-  /** Records in the log when the check started. */
+  /** Sealed records in the log when the check started. */
   records: number;
+  /** Committed records not yet chained (they are sealed within about a second). */
+  unsealed: number;
   firstBrokenSequence?: number;
   firstBrokenEventId?: string;
   /** Hash of the last record: kept elsewhere, it also reveals records cut off the end. */
   lastHash?: string;
+  lastSequence?: number;
+  /** With an expected head: whether the log still holds that record unchanged. */
+  headMatches?: boolean;
 }
 
 function present(value: string | null): string | undefined {
   return value === null ? undefined : value;
 }
 
-function toEntry(row: ActivityLogTable): ActivityEntry {
+type AnyRecordRow = Omit<ActivityLogTable, 'sequence' | 'hash'> & { sequence?: number | null; hash?: string | null };
+
+function toEntry(row: AnyRecordRow): ActivityEntry {
   const location: Location = {};
   if (row.country !== null) location.country = row.country;
   if (row.subdivision !== null) location.subdivision = row.subdivision;
   if (row.city !== null) location.city = row.city;
+  const sealed = row.hash !== undefined && row.hash !== null;
   return {
-    sequence: Number(row.sequence),
+    sequence: sealed ? Number(row.sequence) : undefined,
     eventId: row.event_id,
     eventType: row.event_type as EventType,
     subjectId: present(row.subject_id),
@@ -152,19 +97,22 @@ function toEntry(row: ActivityLogTable): ActivityEntry {
     timestamp: row.event_time,
     recordedDate: row.recorded_date,
     recordedBy: row.recorded_by,
-    hash: row.hash,
+    sealed,
+    hash: sealed ? row.hash! : undefined,
   };
 }
 
 /**
  * Recomputes the whole chain in sequence order. The first record whose position, content or
  * predecessor does not match its hash is reported: an edited record fails itself, a deleted
- * one fails its successor.
+ * one fails its successor, reordered ones fail where the order breaks. Given the head an
+ * operator kept elsewhere, a log cut short (or rewritten from some point on) is caught too.
  */
-export async function verifyActivityChain(db: Kysely<Database>): Promise<VerifyResult> {
+export async function verifyActivityChain(db: Kysely<Database>, expectedHead?: ChainHead): Promise<VerifyResult> {
+  const pending = await db.selectFrom('activity_pending').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const unsealed = Number(pending.n);
   const head = await db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
-  if (!head) return { valid: true, records: 0 };
-  const end = Number(head.sequence);
+  const end = head ? Number(head.sequence) : 0;
   const counted = await db
     .selectFrom('activity_log')
     .select((eb) => eb.fn.countAll().as('n'))
@@ -174,6 +122,7 @@ export async function verifyActivityChain(db: Kysely<Database>): Promise<VerifyR
   let expected = 1;
   let previous = GENESIS_HASH;
   let after = Number.MIN_SAFE_INTEGER;
+  let headMatches: boolean | undefined = expectedHead ? expectedHead.sequence === 0 && expectedHead.hash === GENESIS_HASH : undefined;
   for (;;) {
     const page = await db
       .selectFrom('activity_log')
@@ -188,52 +137,117 @@ export async function verifyActivityChain(db: Kysely<Database>): Promise<VerifyR
       const sequence = Number(row.sequence);
       const { hash, ...fields } = row;
       if (sequence !== expected || chainHash(previous, fields) !== hash) {
-        return { valid: false, records, firstBrokenSequence: sequence, firstBrokenEventId: row.event_id };
+        return { valid: false, records, unsealed, firstBrokenSequence: sequence, firstBrokenEventId: row.event_id, headMatches };
       }
+      if (expectedHead && sequence === expectedHead.sequence) headMatches = hash === expectedHead.hash;
       previous = hash;
       expected += 1;
       after = sequence;
     }
   }
-  return { valid: true, records, lastHash: previous };
+  const result: VerifyResult = { valid: true, records, unsealed };
+  if (end > 0) {
+    result.lastHash = previous;
+    result.lastSequence = end;
+  }
+  if (expectedHead) {
+    result.headMatches = headMatches ?? false;
+    if (!result.headMatches) result.valid = false;
+  }
+  return result;
+}
+
+/** `<sequence>:<hash>`, as `vault activity head` prints it. */
+export function parseChainHead(text: string): ChainHead | undefined {
+  const match = /^(\d{1,15}):([0-9a-f]{64})$/.exec(text.trim());
+  return match ? { sequence: Number(match[1]), hash: match[2] } : undefined;
+}
+
+export async function chainHead(db: Kysely<Database>): Promise<ChainHead> {
+  const head = await db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
+  return head ? { sequence: Number(head.sequence), hash: head.hash } : { sequence: 0, hash: GENESIS_HASH };
+}
+
+type Filterable = 'activity_log' | 'activity_pending';
+
+function filtered<T extends Filterable>(
+  query: SelectQueryBuilder<Database, T, ActivityLogTable | ActivityPendingTable>,
+  filter: ActivityQuery,
+  from: string | undefined,
+  to: string | undefined,
+) {
+  // Both tables share these columns; the builder cannot see that through the union of types.
+  let q = query as unknown as SelectQueryBuilder<Database, 'activity_log', ActivityLogTable>;
+  if (filter.subjectId !== undefined) q = q.where('subject_id', '=', filter.subjectId);
+  if (filter.dataPointId !== undefined) q = q.where('data_point_id', '=', filter.dataPointId);
+  if (filter.attribute !== undefined) q = q.where('attribute', '=', filter.attribute);
+  if (filter.eventType !== undefined) q = q.where('event_type', '=', filter.eventType);
+  if (filter.applicationId !== undefined) q = q.where('application_id', '=', filter.applicationId);
+  if (filter.applicationUser !== undefined) q = q.where('application_user', '=', filter.applicationUser);
+  if (from !== undefined) q = q.where('event_time', '>=', from);
+  if (to !== undefined) q = q.where('event_time', '<=', to);
+  return q;
 }
 
 export class ActivityService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Verification first seals what is committed, so its answer covers it. */
+    private readonly sealer?: ActivitySealer,
+  ) {}
 
+  /** Sealed records by sequence, then the unsealed ones in the order they were recorded. */
   async list(query: ActivityQuery): Promise<ActivityEntry[]> {
     const from = query.from === undefined ? undefined : parseIsoDate(query.from);
     if (query.from !== undefined && from === undefined) throw badRequest('from must be an ISO 8601 date-time');
     const to = query.to === undefined ? undefined : parseIsoDate(query.to);
     if (query.to !== undefined && to === undefined) throw badRequest('to must be an ISO 8601 date-time');
     const count = query.count ?? 100;
-    const page = query.page ?? 0;
-    let q = this.db.selectFrom('activity_log').selectAll();
-    if (query.subjectId !== undefined) q = q.where('subject_id', '=', query.subjectId);
-    if (query.dataPointId !== undefined) q = q.where('data_point_id', '=', query.dataPointId);
-    if (query.attribute !== undefined) q = q.where('attribute', '=', query.attribute);
-    if (query.eventType !== undefined) q = q.where('event_type', '=', query.eventType);
-    if (query.applicationId !== undefined) q = q.where('application_id', '=', query.applicationId);
-    if (query.applicationUser !== undefined) q = q.where('application_user', '=', query.applicationUser);
-    if (from !== undefined) q = q.where('event_time', '>=', from);
-    if (to !== undefined) q = q.where('event_time', '<=', to);
-    const rows = await q.orderBy('sequence').limit(count).offset(page * count).execute();
-    return rows.map(toEntry);
+    const offset = (query.page ?? 0) * count;
+    // One snapshot for both tables: the sealer moving records between them mid-listing would
+    // otherwise drop them from the page (read before they were sealed, looked for after).
+    const snapshot = this.db.getExecutor().adapter instanceof PostgresAdapter ? this.db.transaction().setIsolationLevel('repeatable read') : this.db.transaction();
+    return snapshot.execute(async (db) => {
+      const sealed = await filtered(db.selectFrom('activity_log').selectAll() as never, query, from, to)
+        .orderBy('sequence')
+        .limit(count)
+        .offset(offset)
+        .execute();
+      if (sealed.length === count) return sealed.map(toEntry);
+      // The page reaches past the sealed records: how far past decides where the pending ones start.
+      let skip = 0;
+      if (sealed.length === 0 && offset > 0) {
+        const total = await filtered(db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')) as never, query, from, to).executeTakeFirstOrThrow();
+        skip = Math.max(0, offset - Number((total as unknown as { n: number | string }).n));
+      }
+      const pending = await filtered(db.selectFrom('activity_pending').selectAll() as never, query, from, to)
+        .orderBy('id' as never)
+        .limit(count - sealed.length)
+        .offset(skip)
+        .execute();
+      return [...sealed, ...pending].map((row) => toEntry(row as AnyRecordRow));
+    });
   }
 
-  verify(): Promise<VerifyResult> {
-    return verifyActivityChain(this.db);
+  async verify(expectedHead?: ChainHead): Promise<VerifyResult> {
+    await this.sealer?.sealAll(2000);
+    return verifyActivityChain(this.db, expectedHead);
+  }
+
+  async head(): Promise<ChainHead> {
+    await this.sealer?.sealAll(2000);
+    return chainHead(this.db);
   }
 
   /**
    * The answers already given to these event ids of one submitting application. A record
-   * without an answer (an id the data plane generated) maps to null.
+   * without an answer maps to null.
    */
   static async findSummaries(trx: Kysely<Database>, recordedBy: string, eventIds: readonly string[]): Promise<Map<string, unknown>> {
     const out = new Map<string, unknown>();
     for (const chunk of chunks([...new Set(eventIds)], INSERT_CHUNK)) {
       const rows = await trx
-        .selectFrom('activity_log')
+        .selectFrom('activity_event_ids')
         .select(['event_id', 'summary'])
         .where('recorded_by', '=', recordedBy)
         .where('event_id', 'in', chunk)
@@ -242,4 +256,23 @@ export class ActivityService {
     }
     return out;
   }
+
+  /** When a point was last read, sealed or not (ISO 8601), or undefined. */
+  static async lastRead(trx: Kysely<Database>, dataPointId: string): Promise<string | undefined> {
+    let last: string | undefined;
+    // Pending first: records only ever move from there to the log, so one the sealer moves
+    // between the two queries is still seen once.
+    for (const table of ['activity_pending', 'activity_log'] as const) {
+      const row = await trx
+        .selectFrom(table)
+        .select((eb) => eb.fn.max('event_time').as('last'))
+        .where('data_point_id', '=', dataPointId)
+        .where('event_type', '=', 'READ')
+        .executeTakeFirst();
+      const value = typeof row?.last === 'string' ? row.last : undefined;
+      if (value !== undefined && (last === undefined || value > last)) last = value;
+    }
+    return last;
+  }
 }
+

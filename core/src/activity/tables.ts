@@ -1,8 +1,9 @@
 /** Table types of the activity log, joined into the `Database` type in `db/schema.ts`. */
+import type { Generated } from 'kysely';
 import type { Flag } from '../db/schema.js';
 
 export interface ActivityLogTable {
-  /** 1, 2, 3, … without gaps: the order of the hash chain. */
+  /** 1, 2, 3, … without gaps: the record's position in the hash chain, given when it is sealed. */
   sequence: number;
   event_id: string;
   /** The application whose API key submitted the record. */
@@ -31,6 +32,21 @@ export interface ActivityLogTable {
   hash: string;
 }
 
+/** A record committed with its request and not yet chained: what the sealer works through. */
+export type ActivityPendingTable = Omit<ActivityLogTable, 'sequence' | 'hash'> & {
+  /** Insertion order, which is the order the sealer chains in. */
+  id: Generated<number>;
+};
+
+/** Audit event ids already recorded, per submitting application, with the answer given. */
+export interface ActivityEventIdsTable {
+  recorded_by: string;
+  event_id: string;
+  summary: string | null;
+}
+
 export interface ActivityTables {
   activity_log: ActivityLogTable;
+  activity_pending: ActivityPendingTable;
+  activity_event_ids: ActivityEventIdsTable;
 }

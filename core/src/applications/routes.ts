@@ -42,19 +42,19 @@ export const applicationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (ap
     },
   );
 
-  app.get('/applications', { schema: { tags, summary: 'List applications', response: { 200: envelope({ type: 'array', items: application }) } } }, async () => ({
+  app.get('/applications', { schema: { tags, summary: 'List applications', response: { 200: envelope({ type: 'array', items: application }), ...errors(403) } } }, async () => ({
     data: await vault.applications.list(),
   }));
 
   app.get<{ Params: { id: string } }>(
     '/applications/:id',
-    { schema: { tags, summary: 'Read an application', params: pathParams('id'), response: { 200: envelope(application), ...errors(404) } } },
+    { schema: { tags, summary: 'Read an application', params: pathParams('id'), response: { 200: envelope(application), ...errors(403, 404) } } },
     async (request) => ({ data: await vault.applications.get(request.params.id) }),
   );
 
   app.delete<{ Params: { id: string } }>(
     '/applications/:id',
-    { schema: { tags, summary: 'Delete an application', params: pathParams('id'), response: { 200: confirmation, ...errors(404, 409) } } },
+    { schema: { tags, summary: 'Delete an application', params: pathParams('id'), response: { 200: confirmation, ...errors(403, 404, 409) } } },
     async (request) => {
       await vault.applications.delete(request.params.id);
       return { data: 'Successfully Deleted Application' };

@@ -4,6 +4,7 @@ import type { Caller } from '../access/caller.js';
 import { isUniqueViolation } from '../db/dialect.js';
 import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
+import { FreshCache } from '../util/fresh-cache.js';
 import { nowIso } from '../util/time.js';
 
 export interface Application {
@@ -48,7 +49,17 @@ function toApplication(row: ApplicationsTable): Application {
   };
 }
 
+/** How long an authenticated key is trusted without asking the database again. */
+const AUTH_CACHE_MS = 1000;
+
 export class ApplicationService {
+  /**
+   * Authenticated callers by key hash. A deletion here clears it at once; one made through
+   * another process on the same database takes effect within AUTH_CACHE_MS. Unknown keys are
+   * never cached, so guessing cannot push real callers out.
+   */
+  private readonly callers = new FreshCache<string, Caller>(10_000, AUTH_CACHE_MS);
+
   constructor(private readonly db: Kysely<Database>) {}
 
   async create(input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
@@ -102,23 +113,23 @@ export class ApplicationService {
       if (admins.length < 2) throw conflict('Cannot delete the last admin application');
     }
     await this.db.deleteFrom('applications').where('id', '=', id).execute();
+    this.callers.clear();
   }
 
   async authenticate(apiKey: string): Promise<Caller | undefined> {
     if (apiKey.length < MIN_KEY_LENGTH || apiKey.length > 512) return undefined;
-    const row = await this.db
-      .selectFrom('applications')
-      .selectAll()
-      .where('api_key_hash', '=', hashApiKey(apiKey))
-      .executeTakeFirst();
-    if (!row) return undefined;
-    const attributes = JSON.parse(row.attributes) as string[];
-    return {
-      applicationId: row.id,
-      name: row.name,
-      admin: row.admin === 1,
-      attributes: attributes.includes('*') ? '*' : new Set(attributes),
-    };
+    const hash = hashApiKey(apiKey);
+    return this.callers.get(hash, async () => {
+      const row = await this.db.selectFrom('applications').selectAll().where('api_key_hash', '=', hash).executeTakeFirst();
+      if (!row) return undefined;
+      const attributes = JSON.parse(row.attributes) as string[];
+      return {
+        applicationId: row.id,
+        name: row.name,
+        admin: row.admin === 1,
+        attributes: attributes.includes('*') ? '*' : new Set(attributes),
+      };
+    });
   }
 
   /**

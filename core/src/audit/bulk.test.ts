@@ -175,6 +175,7 @@ test('a bulk resent after a partial crash records only what is new', async (t) =
   const all = await bulk(events);
   t.is(all.status, 200);
   t.deepEqual(all.body.slice(0, 10), firstHalf.body);
+  await v.vault.sealer.sealAll();
   const rows = await v.vault.db.selectFrom('activity_log').select('event_id').where('subject_id', '=', subject).execute();
   t.is(rows.length, 20);
 });
@@ -185,6 +186,7 @@ test('concurrent duplicate bulks are recorded once', async (t) => {
   const answers = await Promise.all(Array.from({ length: 6 }, () => bulk(events)));
   t.true(answers.every((a) => a.status === 200), JSON.stringify(answers.map((a) => [a.status, a.body.message])));
   for (const a of answers) t.deepEqual(a.body, answers[0].body);
+  await v.vault.sealer.sealAll();
   const rows = await v.vault.db.selectFrom('activity_log').select('event_id').where('subject_id', '=', subject).execute();
   t.is(rows.length, 50);
   const points = await v.vault.db.selectFrom('datapoints').select('id').where('entity_id', '=', subject).execute();

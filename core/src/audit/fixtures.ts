@@ -15,9 +15,18 @@ export async function defineAttribute(v: TestVault, key: string, schema: unknown
   if (res.status !== 201 && res.status !== 200) throw new Error(`could not define ${key}: ${JSON.stringify(res.body)}`);
 }
 
+/** Every record, sealed or still waiting for the sealer (PostgreSQL under concurrency). */
 export async function activityCount(v: TestVault): Promise<number> {
-  const row = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
-  return toNumber(row.n);
+  // One snapshot: the sealer moves records from one table to the other.
+  const snapshot = v.vault.dialect === 'postgres' ? v.vault.db.transaction().setIsolationLevel('repeatable read') : v.vault.db.transaction();
+  return snapshot.execute(async (trx) => {
+    let n = 0;
+    for (const table of ['activity_log', 'activity_pending'] as const) {
+      const row = await trx.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+      n += toNumber(row.n);
+    }
+    return n;
+  });
 }
 
 export async function pointCount(v: TestVault): Promise<number> {
@@ -25,7 +34,9 @@ export async function pointCount(v: TestVault): Promise<number> {
   return toNumber(row.n);
 }
 
+/** An event's records once sealed. */
 export async function recordsOf(v: TestVault, eventId: string) {
+  await v.vault.sealer.sealAll();
   return v.vault.db.selectFrom('activity_log').selectAll().where('event_id', '=', eventId).execute();
 }
 

@@ -3,7 +3,8 @@ import { TEXT_PATTERN } from '../activity/routes.js';
 import { badRequest, VaultError } from '../errors.js';
 import { errors } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
-import { AuditService, MAX_BULK_EVENTS, type AuditEventInput } from './service.js';
+import { MAX_BULK_EVENTS, type AuditEventInput } from './events.js';
+import { AuditService } from './service.js';
 
 /** Optional text: null counts as absent, as serialisers of client objects often send it. */
 const text = (maxLength: number) => ({ type: 'string', nullable: true, maxLength, pattern: TEXT_PATTERN }) as const;
@@ -83,7 +84,7 @@ function rejectInvalid(request: FastifyRequest, bulk: boolean): void {
 
 export const auditRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['audit'];
-  const service = new AuditService(vault);
+  const service = new AuditService({ db: vault.db, rules: () => vault.rules, activity: () => vault.activity, logger: vault.logger });
 
   app.post<{ Body: AuditEventInput }>(
     '/auditlogs',
@@ -92,7 +93,9 @@ export const auditRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { v
       schema: {
         tags,
         summary: 'Record activity on report-only data',
-        description: 'Answers the activity summary itself, without the `data` wrapper.',
+        description:
+          'Answers the activity summary itself, without the `data` wrapper. A READ, UPDATE or DELETE of a point the vault has never seen ' +
+          'is recorded when it carries `subjectId` and `data.attribute`: the point is registered as report-only, as a STORE without a value would.',
         body: eventSchema,
         response: { 200: summarySchema, ...errors(400, 401, 403, 404, 409, 413, 422, 503) },
       },

@@ -28,6 +28,31 @@ test('every verb answers --help with its usage', async (t) => {
   t.regex(out.join('\n'), /applications create/);
 });
 
+test('every command group answers --help with its commands; a group without one is a usage error', async (t) => {
+  const groups = [...new Set(Object.keys(commands).filter((n) => n.includes(' ')).map((n) => n.split(' ')[0]))];
+  t.deepEqual(groups.sort(), ['activity', 'applications', 'keys']);
+  for (const group of groups) {
+    for (const flag of ['--help', '-h', 'help']) {
+      const asked = io();
+      t.is(await runCli([group, flag], asked.io), 0, `${group} ${flag}`);
+      t.deepEqual(asked.err, []);
+      const text = asked.out.join('\n');
+      t.regex(text, new RegExp(`^Usage: vault ${group} <command>`));
+      for (const name of Object.keys(commands).filter((n) => n.startsWith(`${group} `))) t.true(text.includes(name), `${group} --help lists ${name}`);
+    }
+    const bare = io();
+    t.is(await runCli([group], bare.io), 2);
+    t.regex(bare.err.join('\n'), new RegExp(`${group} needs a command`));
+    const unknown = io();
+    t.is(await runCli([group, 'frobnicate'], unknown.io), 2);
+    t.regex(unknown.err.join('\n'), new RegExp(`Unknown command: ${group} frobnicate`));
+    t.regex(unknown.out.join('\n'), new RegExp(`Usage: vault ${group} <command>`));
+  }
+  const keys = io();
+  await runCli(['keys', '--help'], keys.io);
+  t.regex(keys.out.join('\n'), /keys rewrap/);
+});
+
 test('an unknown verb or option is exit code 2 with help', async (t) => {
   const unknown = io();
   t.is(await runCli(['frobnicate'], unknown.io), 2);
@@ -90,6 +115,12 @@ test('activity verify reports an intact chain, then the first record edited behi
   const before = io(env);
   t.is(await runCli(['activity', 'verify'], before.io), 0);
   t.deepEqual(before.out, ['Activity log intact: 3 records']);
+  const head = io(env);
+  t.is(await runCli(['activity', 'head'], head.io), 0);
+  t.regex(head.out[0], /^3:[0-9a-f]{64}$/);
+  const withHead = io(env);
+  t.is(await runCli(['activity', 'verify', '--head', head.out[0]], withHead.io), 0);
+  t.is(await runCli(['activity', 'verify', '--head', 'yesterday'], io(env).io), 2);
   // The append-only triggers stop honest code; a tamperer with the database file drops them.
   const { sql } = await import('kysely');
   await sql`drop trigger activity_log_no_update`.execute(vault.db);
@@ -98,4 +129,35 @@ test('activity verify reports an intact chain, then the first record edited behi
   const after = io(env);
   t.is(await runCli(['activity', 'verify'], after.io), 1);
   t.regex(after.out[0], /^Activity log BROKEN at sequence 2 \(event \S+\) after 3 records$/);
+
+  // Cutting records off the end leaves a valid chain: only the head kept elsewhere shows it.
+  const reopened = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), announce: () => {} });
+  await sql`drop trigger activity_log_no_delete`.execute(reopened.db);
+  await reopened.db.deleteFrom('activity_log').where('sequence', '>=', 2).execute();
+  await reopened.close();
+  const cut = io(env);
+  t.is(await runCli(['activity', 'verify', '--head', head.out[0]], cut.io), 1);
+  t.regex(cut.out[0], /^Activity log does not hold the expected head 3:[0-9a-f]{64} \(it has 1 records\)/);
+});
+
+test('deadletters sends the sidecar ingest token from the environment and asks for values only with --values', async (t) => {
+  const { createServer } = await import('node:http');
+  const seen: { url?: string; authorization?: string }[] = [];
+  const server = createServer((req, res) => {
+    seen.push({ url: req.url, authorization: req.headers.authorization });
+    res.writeHead(req.headers.authorization === 'Bearer cli-token-0123456789' ? 200 : 401, { 'content-type': 'application/json' });
+    res.end('{"offset":0,"limit":100,"total":0,"items":[]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const sidecar = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const withToken = io({ SIDECAR_INGEST_TOKEN: 'cli-token-0123456789' });
+  t.is(await runCli(['deadletters', '--sidecar', sidecar], withToken.io), 0);
+  t.is(await runCli(['deadletters', '--sidecar', sidecar, '--values'], withToken.io), 0);
+  t.is(await runCli(['deadletters', '--sidecar', sidecar], io().io), 1, 'without the token the sidecar refuses');
+  t.deepEqual(seen, [
+    { url: '/deadletters', authorization: 'Bearer cli-token-0123456789' },
+    { url: '/deadletters?values=true', authorization: 'Bearer cli-token-0123456789' },
+    { url: '/deadletters', authorization: undefined },
+  ]);
 });

@@ -4,11 +4,11 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config.js';
 import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
 import { createLogger } from '../logger.js';
-import { verifyActivityChain } from '../activity/service.js';
+import { ActivityService, parseChainHead, type ChainHead } from '../activity/service.js';
 import { Vault } from '../vault.js';
 
 export interface Io {
@@ -140,16 +140,40 @@ export const commands: Record<string, Command> = {
   },
 
   'activity verify': {
-    summary: 'Recompute the activity log hash chain and report the first broken record',
-    usage: 'vault activity verify',
-    async run(_args, io) {
-      const result = await withVault(io, (vault) => verifyActivityChain(vault.db));
-      if (result.valid) {
-        io.out(`Activity log intact: ${result.records} records`);
-        return 0;
+    summary: 'Seal pending records, recompute the activity log hash chain and report the first broken record',
+    usage: 'vault activity verify [--head SEQUENCE:HASH]   (a head printed earlier by `vault activity head`)',
+    options: { head: { type: 'string' } },
+    async run({ values }, io) {
+      let head: ChainHead | undefined;
+      if (values.head !== undefined) {
+        head = parseChainHead(String(values.head));
+        if (!head) {
+          io.err('--head must be SEQUENCE:HASH as `vault activity head` prints it');
+          return 2;
+        }
       }
-      io.out(`Activity log BROKEN at sequence ${result.firstBrokenSequence} (event ${result.firstBrokenEventId}) after ${result.records} records`);
-      return 1;
+      const result = await withVault(io, (vault) => new ActivityService(vault.db, vault.sealer).verify(head));
+      const pending = result.unsealed > 0 ? ` (${result.unsealed} not yet sealed)` : '';
+      if (result.firstBrokenSequence !== undefined) {
+        io.out(`Activity log BROKEN at sequence ${result.firstBrokenSequence} (event ${result.firstBrokenEventId}) after ${result.records} records`);
+        return 1;
+      }
+      if (head && !result.headMatches) {
+        io.out(`Activity log does not hold the expected head ${head.sequence}:${head.hash} (it has ${result.records} records): records were removed or rewritten`);
+        return 1;
+      }
+      io.out(`Activity log intact: ${result.records} records${pending}`);
+      return 0;
+    },
+  },
+
+  'activity head': {
+    summary: 'Seal pending records and print the chain head (SEQUENCE:HASH) to keep outside the database',
+    usage: 'vault activity head',
+    async run(_args, io) {
+      const head = await withVault(io, (vault) => new ActivityService(vault.db, vault.sealer).head());
+      io.out(`${head.sequence}:${head.hash}`);
+      return 0;
     },
   },
 
@@ -248,13 +272,19 @@ export const commands: Record<string, Command> = {
 
   deadletters: {
     summary: "List a sidecar's dead letters, or replay them",
-    usage: 'vault deadletters [--sidecar URL] [--replay]',
-    options: { sidecar: { type: 'string', default: 'http://127.0.0.1:8084' }, replay: { type: 'boolean', default: false } },
+    usage: 'vault deadletters [--sidecar URL] [--values] [--replay]  (sends SIDECAR_INGEST_TOKEN when set)',
+    options: {
+      sidecar: { type: 'string', default: 'http://127.0.0.1:8084' },
+      replay: { type: 'boolean', default: false },
+      values: { type: 'boolean', default: false },
+    },
     async run({ values }, io) {
       const base = String(values.sidecar).replace(/\/$/, '');
+      const token = io.env.SIDECAR_INGEST_TOKEN?.trim();
+      const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       const res = values.replay
-        ? await fetch(`${base}/deadletters/replay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
-        : await fetch(`${base}/deadletters`);
+        ? await fetch(`${base}/deadletters/replay`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: '{}' })
+        : await fetch(`${base}/deadletters${values.values ? '?values=true' : ''}`, { headers: auth });
       io.out(JSON.stringify(await res.json(), null, 2));
       return res.ok ? 0 : 1;
     },

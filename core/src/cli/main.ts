@@ -4,19 +4,39 @@ import { ConfigError } from '../config.js';
 import { isVaultError } from '../errors.js';
 import { commands, type Io } from './commands.js';
 
+const HELP = ['help', '--help', '-h'];
+
+function list(io: Io, names: string[]): void {
+  const width = Math.max(...names.map((n) => n.length));
+  for (const name of names) io.out(`  ${name.padEnd(width)}  ${commands[name].summary}`);
+}
+
 function help(io: Io): void {
   io.out('Usage: vault <command> [options]   (vault <command> --help for its options)\n');
-  const width = Math.max(...Object.keys(commands).map((n) => n.length));
-  for (const [name, command] of Object.entries(commands)) io.out(`  ${name.padEnd(width)}  ${command.summary}`);
+  list(io, Object.keys(commands));
+}
+
+/** The commands of a group such as `keys` (`keys list`, `keys register`, ...). */
+function groupCommands(group: string | undefined): string[] {
+  return group ? Object.keys(commands).filter((n) => n.startsWith(`${group} `)) : [];
 }
 
 /** Finds the longest command name the arguments start with: `applications create ...`. */
 export async function runCli(argv: string[], io: Io): Promise<number> {
   const name = [argv.slice(0, 2).join(' '), argv[0]].find((n) => n && commands[n]);
   if (!name) {
-    if (argv.length > 0 && !['help', '--help', '-h'].includes(argv[0])) io.err(`Unknown command: ${argv.join(' ')}\n`);
+    const group = groupCommands(argv[0]);
+    if (group.length > 0) {
+      // `vault keys --help` lists the group; `vault keys` or `vault keys nonsense` is a usage error.
+      const asked = argv.length === 2 && HELP.includes(argv[1]);
+      if (!asked) io.err(argv.length === 1 ? `${argv[0]} needs a command\n` : `Unknown command: ${argv.join(' ')}\n`);
+      io.out(`Usage: vault ${argv[0]} <command> [options]   (vault ${argv[0]} <command> --help for its options)\n`);
+      list(io, group);
+      return asked ? 0 : 2;
+    }
+    if (argv.length > 0 && !HELP.includes(argv[0])) io.err(`Unknown command: ${argv.join(' ')}\n`);
     help(io);
-    return argv.length === 0 || ['help', '--help', '-h'].includes(argv[0]) ? 0 : 2;
+    return argv.length === 0 || HELP.includes(argv[0]) ? 0 : 2;
   }
   const command = commands[name];
   const rest = argv.slice(name.split(' ').length);

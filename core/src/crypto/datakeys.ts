@@ -15,7 +15,7 @@ import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { generateDataKey, unwrapDataKey, wrapDataKey, EnvelopeError } from './envelope.js';
 import { INVALID_KEY, type DecryptionCredential, type RegisteredKey } from './keys.js';
-import { LruMap } from './lru.js';
+import { LruMap } from '../util/lru.js';
 
 interface CachedKey {
   key: Buffer;

@@ -5,7 +5,7 @@ import { startTestVault, testKeyPair, type TestVault } from '../testing/harness.
 import { DataKeys } from './datakeys.js';
 import { EnvelopeError, generateDataKey, open, openValue, pointAad, seal, sealValue, unwrapDataKey, wrapDataKey } from './envelope.js';
 import { generateKeyPair, keyFingerprint, parsePrivateKeyHeader } from './keys.js';
-import { LruMap } from './lru.js';
+import { LruMap } from '../util/lru.js';
 
 const pair = testKeyPair();
 const publicKey = createPublicKey(pair.publicPem);

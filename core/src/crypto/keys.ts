@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { nowIso } from '../util/time.js';
-import { LruMap } from './lru.js';
+import { LruMap } from '../util/lru.js';
 
 export const INVALID_KEY = 'Encoded key provided is invalid';
 const MAX_HEADER_LENGTH = 32 * 1024;
@@ -113,6 +113,8 @@ export class Keyring {
    * per process, so the digests mean nothing outside it.
    */
   private verified = new LruMap<string, string>(64);
+  /** X-Encryption-Key headers already parsed, by keyed digest, to the key id they name. */
+  private publicHeaders = new LruMap<string, string>(64);
   private readonly digestKey = randomBytes(32);
 
   constructor(private readonly db: Kysely<Database>) {}
@@ -138,6 +140,7 @@ export class Keyring {
     this.cache.clear();
     this.snapshot = undefined;
     this.verified.clear();
+    this.publicHeaders.clear();
     return { id, publicKey, status };
   }
 
@@ -167,6 +170,7 @@ export class Keyring {
     this.cache.clear();
     this.snapshot = undefined;
     this.verified.clear();
+    this.publicHeaders.clear();
   }
 
   /** The key new data keys are wrapped under. */
@@ -195,11 +199,23 @@ export class Keyring {
     return key;
   }
 
-  /** An X-Encryption-Key header that is a registered key (any status), or 400. */
+  /**
+   * An X-Encryption-Key header that is a registered key (any status), or 400. Clients send
+   * the same header on every store, and parsing it costs more than the rest of a store's
+   * CPU work, so a header already matched to a key is remembered by digest.
+   */
   async requirePublicKey(header: unknown): Promise<RegisteredKey> {
-    const key = await this.byId(keyFingerprint(parsePublicKeyHeader(header)));
+    if (typeof header !== 'string' || header.length === 0 || header.length > MAX_HEADER_LENGTH) throw badRequest(INVALID_KEY);
+    const digest = this.digest(header);
+    const knownId = this.publicHeaders.get(digest);
+    const key = await this.byId(knownId ?? keyFingerprint(parsePublicKeyHeader(header)));
     if (!key) throw badRequest(INVALID_KEY);
+    if (knownId === undefined) this.publicHeaders.set(digest, key.id);
     return key;
+  }
+
+  private digest(header: string): string {
+    return createHmac('sha256', this.digestKey).update(header).digest('base64');
   }
 
   /** An X-Decryption-Key header whose public half is registered, or 400. */
@@ -216,7 +232,7 @@ export class Keyring {
    */
   async requireDecryptionKey(header: unknown): Promise<DecryptionCredential> {
     if (typeof header !== 'string' || header.length === 0 || header.length > MAX_HEADER_LENGTH) throw badRequest(INVALID_KEY);
-    const digest = createHmac('sha256', this.digestKey).update(header).digest('base64');
+    const digest = this.digest(header);
     const knownId = this.verified.get(digest);
     if (knownId !== undefined) {
       const registered = await this.byId(knownId);

@@ -1,5 +1,7 @@
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
+import { createHash } from 'node:crypto';
+import { LruMap } from '../util/lru.js';
 import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -8,6 +10,12 @@ import type { Database } from './schema.js';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
+  /**
+   * For reads outside any transaction. On SQLite a second connection: Kysely runs one
+   * connection's statements one at a time, and in WAL mode a reader sees every committed
+   * write without waiting for the writer's open transaction. On PostgreSQL the same pool.
+   */
+  reader: Kysely<Database>;
   dialect: DialectName;
   /** For SQLite only: the driver handle, used by the online backup. */
   sqlite?: SqliteDatabase.Database;
@@ -17,16 +25,29 @@ export interface ConnectOptions {
   /** `sqlite:<path>`, `sqlite::memory:` or a `postgres://` URL. */
   url: string;
   poolSize?: number;
+  /** SQLite page cache in MiB (memory traded for fewer page reads). */
+  sqliteCacheMb?: number;
 }
 
-export function connect({ url, poolSize = 10 }: ConnectOptions): DatabaseHandle {
+/** Distinct statements kept prepared per SQLite connection or PostgreSQL client. */
+const PREPARED_STATEMENTS = 500;
+/**
+ * Multi-row inserts come in a few hundred lengths at most (one per row count), and preparing
+ * one of 400 rows costs more than running it: on SQLite they are kept too. PostgreSQL parses
+ * fast enough that only short statements earn a name.
+ */
+const SQLITE_PREPARED_TEXT_LIMIT = 256 * 1024;
+const PREPARED_TEXT_LIMIT = 4096;
+
+export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptions): DatabaseHandle {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     // Counts and sequences are bigint; JavaScript numbers hold them exactly far past our scale.
     pg.types.setTypeParser(20, (v) => Number(v));
-    const pool = new pg.Pool({ connectionString: url, max: poolSize });
+    const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: PreparingClient });
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, reader: db, dialect: 'postgres' };
   }
   if (!url.startsWith('sqlite:')) throw new Error(`VAULT_DB must be sqlite:<path> or a postgres:// URL, got "${redactUrl(url)}"`);
   const path = url.slice('sqlite:'.length);
@@ -36,12 +57,87 @@ export function connect({ url, poolSize = 10 }: ConnectOptions): DatabaseHandle 
   // NORMAL is durable across process crashes in WAL mode; only power loss can drop the last commits.
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  // Indexes with random keys (point ids, subjects) touch pages all over the file: a large page
+  // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
+  configure(sqlite, sqliteCacheMb / 2);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(sqlite) }) });
+  if (path === ':memory:') return { db, reader: db, dialect: 'sqlite', sqlite };
+  const readerSqlite = new SqliteDatabase(path);
+  readerSqlite.pragma('query_only = ON');
+  configure(readerSqlite, sqliteCacheMb / 2);
+  const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(readerSqlite) }) });
+  return { db, reader, dialect: 'sqlite', sqlite };
+}
+
+function configure(sqlite: SqliteDatabase.Database, cacheMb: number): void {
   sqlite.pragma('busy_timeout = 5000');
-  // Indexes with random keys (event ids, point ids) touch pages all over the file: a 64 MiB
-  // page cache keeps them in memory instead of re-reading them on every insert.
-  sqlite.pragma('cache_size = -65536');
+  // A checkpoint syncs the file; with the default 1,000 pages a write-heavy load paid for one
+  // every few hundred audit events. 16 MiB of log between checkpoints costs nothing in safety.
+  sqlite.pragma('wal_autocheckpoint = 4096');
+  sqlite.pragma(`cache_size = -${Math.max(1024, Math.round(cacheMb * 1024))}`);
   sqlite.pragma('temp_store = memory');
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), dialect: 'sqlite', sqlite };
+}
+
+/**
+ * Kysely prepares every statement it runs; preparing costs more than running a point query.
+ * Statements are kept by their text (parameters are bound per run), so each hot query is
+ * prepared once per connection.
+ */
+function preparingOnce(sqlite: SqliteDatabase.Database): SqliteDialectDatabase {
+  // A plain map, emptied when full: an LRU's reordering costs more than the rare re-prepare.
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(text: string) {
+      if (text.length > SQLITE_PREPARED_TEXT_LIMIT) return sqlite.prepare(text);
+      const cached = statements.get(text);
+      // A statement still iterating (a streamed select) cannot run again until it finishes.
+      if (cached && !cached.busy) return cached;
+      const statement = sqlite.prepare(text);
+      if (!cached) {
+        if (statements.size >= PREPARED_STATEMENTS) statements.clear();
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
+}
+
+/**
+ * A pg client that names short statements so the server parses and plans each once per
+ * connection. Names are derived from the text, so every process and connection agrees.
+ */
+class PreparingClient extends pg.Client {
+  private readonly prepared = new Set<string>();
+
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // A server gone while this client is checked out between two queries (the sealer's
+    // transaction, a database dropped): the pending or next query rejects with the error;
+    // without a listener the event would end the process.
+    this.on('error', () => {});
+  }
+
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && config.length <= PREPARED_TEXT_LIMIT) {
+      const name = statementName(config);
+      if (this.prepared.has(name) || this.prepared.size < PREPARED_STATEMENTS) {
+        this.prepared.add(name);
+        return super.query({ name, text: config, values }, callback);
+      }
+    }
+    return super.query(config, values, callback);
+  }
+}
+
+const names = new LruMap<string, string>(PREPARED_STATEMENTS * 2);
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `v${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
 }
 
 /** Database URLs may carry passwords; they never reach an error message or a log. */

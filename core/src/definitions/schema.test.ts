@@ -67,3 +67,18 @@ test('index normalisation folds case, width and surrounding space', (t) => {
   t.is(normalizeForIndex(' Ada@Example.ORG '), 'ada@example.org');
   t.is(normalizeForIndex('ＡＢＣ'), 'abc');
 });
+
+test('schemas and values of any depth are refused without recursing past the limit', (t) => {
+  const deep = (n: number, leaf: unknown): unknown => {
+    let v = leaf;
+    for (let i = 0; i < n; i++) v = { a: v };
+    return v;
+  };
+  t.deepEqual(error(() => normalizeSchema(deep(50_000, 'string'))), { status: 400, message: 'Schema has unexpected class' });
+  t.notThrows(() => normalizeSchema(deep(31, 'string')));
+  const schema = normalizeSchema(deep(31, 'string'));
+  t.is(checkValue(schema, deep(31, 'x'), 'DEEP').length, 1);
+  // A value deeper than its schema stops at the first level that does not fit.
+  t.is(error(() => checkValue(schema, deep(50_000, 'x'), 'DEEP')).message, `Expected string for value of attribute DEEP${'.a'.repeat(31)}`);
+  t.is(error(() => checkValue('string', deep(50_000, 'x'), 'DEEP')).message, 'Expected string for value of attribute DEEP');
+});

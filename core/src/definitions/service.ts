@@ -71,6 +71,8 @@ export class DefinitionService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly rules: () => RulesEngine,
+    /** Told after every change, so cached definitions are re-read. */
+    private readonly onChange: () => void = () => {},
   ) {}
 
   async upsert(input: DefinitionInput): Promise<Definition> {
@@ -133,6 +135,8 @@ export class DefinitionService {
       // Lost a race to create the same key: it exists now, so this becomes an update.
       if (isUniqueViolation(err)) return attempt();
       throw err;
+    } finally {
+      this.onChange();
     }
   }
 
@@ -210,5 +214,6 @@ export class DefinitionService {
       await trx.deleteFrom('definition_regulations').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_entity_types').where('definition_key', '=', key).execute();
     });
+    this.onChange();
   }
 }

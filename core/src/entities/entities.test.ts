@@ -211,3 +211,31 @@ test('hostile input never causes a 5xx', async (t) => {
     { method: 'GET', url: '/entities?page={id}&count={id}' },
   ]);
 });
+
+test('a non-admin application may add tags to an entity but not take any away; an admin may', async (t) => {
+  const apiKey = await v.createApplication(['EMAIL']);
+  t.is((await v.request('POST', '/entities', { body: { id: 'zed', tags: ['monitored'] } })).status, 201);
+
+  for (const tags of [[], ['other'], ['MONITORED']]) {
+    const stripped = await v.request('POST', '/entities', { apiKey, body: { id: 'zed', tags } });
+    t.is(stripped.status, 403, JSON.stringify(tags));
+    t.is(stripped.body.message, 'Only admins may remove tags from an entity');
+  }
+  const viaSubjects = await v.request('POST', '/datasubjects', { apiKey, body: { id: 'zed', tags: [] } });
+  t.is(viaSubjects.status, 403);
+  t.deepEqual((await v.request('GET', '/entities/zed')).body.data.tags, ['monitored'], 'the refused requests changed nothing');
+
+  const added = await v.request('POST', '/entities', { apiKey, body: { id: 'zed', tags: ['monitored', 'vip'] } });
+  t.is(added.status, 200);
+  t.deepEqual(added.body.data.tags, ['monitored', 'vip']);
+  t.is((await v.request('POST', '/entities', { apiKey, body: { id: 'zed' } })).status, 200, 'leaving tags out keeps them');
+  t.is((await v.request('POST', '/entities', { apiKey, body: (await v.request('GET', '/entities/zed')).body.data })).status, 200, 'echoing the entity is fine');
+
+  const retype = await v.request('POST', '/entities', { apiKey, body: { id: 'zed', type: 'company' } });
+  t.is(retype.status, 400);
+  t.is(retype.body.message, 'Entity is of type datasubject, which does not match the provided entity type');
+
+  const cleared = await v.request('POST', '/entities', { body: { id: 'zed', tags: [] } });
+  t.is(cleared.status, 200);
+  t.deepEqual(cleared.body.data.tags, [], 'an admin may remove tags');
+});

@@ -8,6 +8,7 @@ import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
 
 export const ENTITY_ID_MAX = 512;
+export const TAG_REMOVAL_FORBIDDEN = 'Only admins may remove tags from an entity';
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidEntityId(id: unknown): id is string {
@@ -84,8 +85,10 @@ export class EntityService {
 
   /**
    * Creates the entity or updates its metadata: tags and legal hold are replaced when sent and
-   * kept when not. Only admins may change a legal hold; sending the current value back is fine,
-   * as clients echo the entity they read.
+   * kept when not. Only admins may change a legal hold or take a tag away (tag rules depend on
+   * tags such as `monitored`, so a data application must not be able to shed them); any
+   * application may add tags. Sending the current values back is fine, as clients echo the
+   * entity they read. An entity's type never changes (the interface's 400, for admins too).
    */
   async upsert(caller: Caller, input: EntityInput, options: { dataSubjectsOnly?: boolean } = {}): Promise<ResolvedEntity> {
     const id = checkEntityId(input.id);
@@ -96,6 +99,7 @@ export class EntityService {
       const { entity, created } = await resolveForStore(trx, id, requestedType);
       const holdChanges = input.legalHold !== undefined && input.legalHold !== entity.legalHold;
       if (holdChanges && !caller.admin) throw forbidden();
+      if (tags !== undefined && !caller.admin && entity.tags.some((tag) => !tags.includes(tag))) throw forbidden(TAG_REMOVAL_FORBIDDEN);
       if (tags !== undefined) await setEntityTags(trx, id, tags);
       if (holdChanges || !created) {
         await trx

@@ -27,7 +27,9 @@ export function installErrorHandling(app: FastifyInstance): void {
               : err.message;
       return reply.status(status).send(errorBody(status, message));
     }
-    request.log.error({ err }, 'request failed');
+    // Not the whole error: a database error's `detail` can quote the row's values (`Key (id)=(...)`).
+    const { name, code, message, stack } = err as FastifyError & { code?: string };
+    request.log.error({ err: { type: name, code, message, stack } }, 'request failed');
     return reply.status(500).send(errorBody(500, 'Internal Server Error'));
   });
   app.setNotFoundHandler((request, reply) => reply.status(404).send(errorBody(404, 'Not Found')));

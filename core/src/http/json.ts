@@ -1,25 +1,33 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { badRequest } from '../errors.js';
+import { findStringDefect, jsonTooDeep, MAX_JSON_DEPTH, mayHoldStringDefect } from '../util/json-safety.js';
 
-function containsNul(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (depth > 64 || value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value)) return value.some((v) => containsNul(v, depth + 1));
-  return Object.entries(value).some(([k, v]) => k.includes('\u0000') || containsNul(v, depth + 1));
-}
+export const NUL_MESSAGE = 'Strings may not contain NUL characters';
+export const INVALID_UTF8_MESSAGE = 'Body is not valid UTF-8';
+export const LONE_SURROGATE_MESSAGE = 'Strings may not contain unpaired surrogates';
+export const TOO_DEEP_MESSAGE = `Body is nested too deeply (at most ${MAX_JSON_DEPTH} levels)`;
 
 /**
- * The JSON body parser. Prototype-poisoning keys are refused (as Fastify's own parser does);
- * an empty body is no body, since many clients send a JSON content type on every DELETE;
- * and NUL characters are refused anywhere, since PostgreSQL cannot store them in text and
- * no identifier or name legitimately holds one.
+ * The JSON body parser, the one gate every stored string passes. It refuses, each with a 400
+ * naming the problem, rather than store something other than what was sent:
+ * - bytes that are not UTF-8 (decoding would silently turn them into U+FFFD);
+ * - unpaired surrogates (`\uD800`), which UTF-8 cannot hold and both databases rewrite;
+ * - NUL characters, which PostgreSQL cannot store in text and no name legitimately holds;
+ * - nesting deeper than MAX_JSON_DEPTH, measured before parsing, so no recursive walker
+ *   downstream can overflow the stack;
+ * - prototype-poisoning keys (as Fastify's own parser does).
+ * An empty body is no body, since many clients send a JSON content type on every DELETE.
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, raw, done) => {
-    const text = raw as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, raw, done) => {
+    const bytes = raw as Buffer;
+    if (!isUtf8(bytes)) return done(badRequest(INVALID_UTF8_MESSAGE), undefined);
+    const text = bytes.toString('utf8');
     if (text.trim().length === 0) return done(null, undefined);
+    if (jsonTooDeep(text)) return done(badRequest(TOO_DEEP_MESSAGE), undefined);
     let body: unknown;
     try {
       body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
@@ -27,10 +35,13 @@ export function installJsonParser(app: FastifyInstance): void {
       const poisoned = /forbidden (prototype|constructor) property/.test((err as Error).message);
       return done(badRequest(poisoned ? 'Body contains a forbidden property name' : 'Body is not valid JSON'), undefined);
     }
-    if (text.includes('\\u0000') && containsNul(body)) return done(badRequest('Strings may not contain NUL characters'), undefined);
+    if (mayHoldStringDefect(text)) {
+      const defect = findStringDefect(body);
+      if (defect) return done(badRequest(defect === 'nul' ? NUL_MESSAGE : LONE_SURROGATE_MESSAGE), undefined);
+    }
     done(null, body);
   });
   app.addHook('onRequest', async (request) => {
-    if (request.url.includes('%00') || request.url.includes('\u0000')) throw badRequest('Strings may not contain NUL characters');
+    if (request.url.includes('%00') || request.url.includes('\u0000')) throw badRequest(NUL_MESSAGE);
   });
 }

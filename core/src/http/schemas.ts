@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+
 /** Shared JSON-schema fragments: they validate input and document the API in OpenAPI. */
 
 export const errorBody = {
@@ -21,7 +23,12 @@ export const isoDate = { type: 'string', format: 'date-time' } as const;
 
 /** Declared error answers, so the OpenAPI document lists them. */
 export function errors(...codes: number[]) {
-  return Object.fromEntries(codes.map((c) => [c, errorBody]));
+  return Object.fromEntries(codes.map((c) => [c, errorResponse(c)]));
+}
+
+/** The error body, described by its status text in the document. */
+export function errorResponse(code: number) {
+  return { ...errorBody, description: STATUS_CODES[code] ?? 'Error' };
 }
 
 /** Path parameters are caller-chosen ids: bounded so hostile lengths stop at validation. */

@@ -3,7 +3,8 @@
  * authentication, error mapping, and one encapsulated plugin per concept.
  */
 import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from 'pino';
@@ -26,7 +27,12 @@ import { installValidation } from './validation.js';
 import { installJsonParser } from './json.js';
 import { installProtection } from './protection.js';
 import { installDraining } from './shutdown.js';
+import { errorBody } from './errors.js';
+import { idDigester, RequestLog } from './request-log.js';
+import { documentCommonAnswers } from './openapi.js';
 import { opsRoutes } from '../ops/routes.js';
+import { statsRoutes } from '../stats/routes.js';
+import { consolePlugin } from '../console/plugin.js';
 
 export interface ServerOptions {
   logger?: Logger | false;
@@ -43,11 +49,28 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     ...(https ? { https } : {}),
     loggerInstance: options.logger === false ? undefined : (options.logger ?? vault.logger),
     bodyLimit: vault.config.bodyLimit,
-    trustProxy: vault.config.trustProxy,
-    // Ids in paths are caller-chosen and may be long; the schema bounds them instead.
-    routerOptions: { maxParamLength: 1024, ignoreTrailingSlash: true },
+    // A hop count works at run time (Fastify's request.js) although its types omit it.
+    trustProxy: vault.config.trustProxy as boolean | string[],
+    // Ids in paths are caller-chosen: the route schemas bound them with their own 400, so
+    // the router's limit only has to be above any URL Node accepts (16 KiB of headers).
+    routerOptions: { maxParamLength: 65_536, ignoreTrailingSlash: true },
     ajv: { customOptions: { strict: false } },
+    // Fastify's request lines would carry the raw URL, and with it the ids in the path.
+    logController: new RequestLog(idDigester(vault.indexKey)),
+    // Refusals before routing (a path that is not percent-encoded UTF-8, a parameter past the
+    // router's limit): Fastify's own answers would echo the path back.
+    frameworkErrors: (err, _request, reply) => {
+      const known: Record<string, string> = { FST_ERR_BAD_URL: 'Path is not valid UTF-8', FST_ERR_MAX_PARAM_LENGTH: 'Path parameter is too long' };
+      const status = known[err.code] ? 400 : (err.statusCode ?? 500);
+      void (reply as FastifyReply).code(status).send(errorBody(status, known[err.code] ?? STATUS_CODES[status] ?? 'Error'));
+    },
   }) as unknown as FastifyInstance;
+  if (vault.config.trustProxy === true) {
+    app.log.warn(
+      'VAULT_TRUST_PROXY=true believes every X-Forwarded-For: a client can choose its own address and so evade the ' +
+        'failed-login lockout and fool geolocation rules. Set it to the proxy\'s address (or CIDR), or a hop count.',
+    );
+  }
 
   // Only JSON bodies: anything else is a 415 rather than a guess.
   app.removeContentTypeParser('text/plain');
@@ -64,6 +87,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     vault.metrics.latency.observe(labels, reply.elapsedTime / 1000);
   });
 
+  app.addHook('onRoute', documentCommonAnswers);
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -91,6 +115,8 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   await app.register(entityRoutes, { vault });
   await app.register(dataPointRoutes, { vault });
   await app.register(searchRoutes, { vault });
+  await app.register(statsRoutes, { vault });
+  await app.register(consolePlugin);
 
   return app;
 }

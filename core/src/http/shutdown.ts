@@ -21,8 +21,22 @@ export function installDraining(app: FastifyInstance): void {
   });
 }
 
-export async function drainAndClose(app: FastifyInstance, graceMs: number): Promise<void> {
+/**
+ * Drains for `graceMs`, then stops accepting and lets requests in flight finish until
+ * `requestsUntil` (epoch ms). Requests still running then (a database that stopped
+ * answering) have their connections cut: they were never answered, so nothing acknowledged
+ * is lost, and their transactions roll back when the process ends. Resolves to whether every
+ * request finished on its own.
+ */
+export async function drainAndClose(app: FastifyInstance, graceMs: number, requestsUntil = Number.POSITIVE_INFINITY): Promise<boolean> {
   app.draining = true;
   if (graceMs > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
-  await app.close();
+  const closed = app.close().then(() => true);
+  const wait = requestsUntil - Date.now();
+  if (!Number.isFinite(wait)) return closed;
+  let timer: NodeJS.Timeout | undefined;
+  const finished = await Promise.race([closed, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, wait))))]);
+  clearTimeout(timer);
+  if (!finished) app.server.closeAllConnections();
+  return finished;
 }

@@ -3,7 +3,7 @@
  * store, read, delete and audit event appends there), the rules engine, and the alerts.
  * Decorators keep the services themselves free of metrics.
  */
-import type { ActivityLog } from '../activity/log.js';
+import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import type { AlertService } from '../alerts/service.js';
 import type { RulesEngine } from '../rules/engine.js';
 import type { SearchService } from '../search/service.js';
@@ -12,13 +12,20 @@ import type { VaultMetrics } from './metrics.js';
 const OPERATION: Record<string, string> = { STORE: 'store', UPDATE: 'store', READ: 'read', DELETE: 'delete' };
 
 export function meterActivity(log: ActivityLog, metrics: VaultMetrics): ActivityLog {
+  const count = (records: ActivityRecord[]) => {
+    for (const record of records) {
+      if (record.reportOnly) metrics.auditEvents.inc();
+      else metrics.dataPoints.inc({ operation: OPERATION[record.eventType] ?? 'other' });
+    }
+  };
   return {
     async append(trx, records) {
       await log.append(trx, records);
-      for (const record of records) {
-        if (record.reportOnly) metrics.auditEvents.inc();
-        else metrics.dataPoints.inc({ operation: OPERATION[record.eventType] ?? 'other' });
-      }
+      count(records);
+    },
+    async record(records) {
+      await log.record(records);
+      count(records);
     },
   };
 }

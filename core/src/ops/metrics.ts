@@ -34,6 +34,26 @@ export class VaultMetrics {
   });
   readonly alerts = new Counter({ name: 'vault_alerts_total', help: 'Alerts fired by level', labelNames: ['level'] as const, registers: [this.registry] });
   readonly auditEvents = new Counter({ name: 'vault_audit_events_total', help: 'Audit events recorded', registers: [this.registry] });
+  /**
+   * Time spent waiting to get activity records written: `group_commit` is a read's wait for
+   * the next group commit to take its records; `seal` is the sealer's attempt at the seal
+   * (PostgreSQL's try-lock, which never waits for a holder). Requests themselves take no
+   * activity-log lock: on PostgreSQL they insert unchained records.
+   */
+  readonly activityLockWait = new Histogram({
+    name: 'vault_activity_lock_wait_seconds',
+    help: 'Time spent waiting for the activity log (group-commit queue, seal lock)',
+    labelNames: ['stage'] as const,
+    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly activitySealLag = new Histogram({
+    name: 'vault_activity_seal_lag_seconds',
+    help: 'Age of the oldest record in each sealed batch when it was chained',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30],
+    registers: [this.registry],
+  });
+  readonly activitySealed = new Counter({ name: 'vault_activity_sealed_total', help: 'Activity records chained by this process', registers: [this.registry] });
   readonly dataKeyCacheHitRatio: Gauge;
   /** Set by the vault to the data-key cache's counters. */
   dataKeyLookups: () => { hits: number; misses: number } = () => ({ hits: 0, misses: 0 });

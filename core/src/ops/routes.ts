@@ -27,7 +27,8 @@ export const opsRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
     },
   );
 
-  app.get('/metrics', { config, schema: { tags, summary: 'Prometheus metrics', hide: false } }, async (_request, reply) => {
+  const metricsText = { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } };
+  app.get('/metrics', { config, schema: { tags, summary: 'Prometheus metrics', response: { 200: metricsText } } }, async (_request, reply) => {
     reply.header('content-type', vault.metrics.registry.contentType);
     return vault.metrics.registry.metrics();
   });

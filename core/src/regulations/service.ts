@@ -54,6 +54,8 @@ export class RegulationService {
     /** Undefined: unlimited. */
     private readonly maxCustom: () => number | undefined,
     private readonly rules: () => RulesEngine,
+    /** Told when definitions lose a regulation (their cached copies are stale). */
+    private readonly onDefinitionsChanged: () => void = () => {},
   ) {}
 
   /** Idempotent, and safe when several processes start at once. */
@@ -148,5 +150,6 @@ export class RegulationService {
       await trx.deleteFrom('definition_regulations').where('regulation', '=', key).execute();
       await trx.deleteFrom('datapoint_regulations').where('regulation', '=', key).execute();
     });
+    this.onDefinitionsChanged();
   }
 }

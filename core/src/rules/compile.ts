@@ -22,6 +22,7 @@ import {
   type RuleType,
 } from './model.js';
 import { compileSafeRegex, RegexSyntaxError } from './regex.js';
+import { valueTooDeep } from '../util/json-safety.js';
 
 export const MAX_RULE_JSON = 65_536;
 const MAX_DEPTH = 16;
@@ -101,8 +102,13 @@ function clip(text: string): string {
   return text.length > 64 ? `${text.slice(0, 64)}…` : text;
 }
 
+/** JSON levels a rule may span: MAX_DEPTH constraints of two levels each, plus the rule and a list. */
+const MAX_JSON_LEVELS = 2 * MAX_DEPTH + 4;
+
 export function parseRule(input: unknown): ParsedRule {
   if (!isObject(input)) throw badRequest('Cannot parse JSON of rule');
+  // Before anything recursive (JSON.stringify, parseConstraint) touches the input.
+  if (valueTooDeep(input, MAX_JSON_LEVELS)) throw badRequest('Rule constraints are nested too deeply');
   for (const member of Object.keys(input)) {
     if (!RULE_MEMBERS.has(member)) throw badRequest(`Unknown member ${clip(member)} in rule`);
   }

@@ -4,6 +4,7 @@
  * entities. Effects on the entity go through the caller's transaction; alerts are recorded
  * in it too and delivered once it has committed.
  */
+import { compiledQuery } from '../db/compiled.js';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Alert, AlertService } from '../alerts/service.js';
@@ -33,6 +34,11 @@ interface EntityChanges {
 function newChanges(): EntityChanges {
   return { tags: false, legalHold: false, prohibitions: new Map() };
 }
+
+/** Asked on every read and write: compiled once. */
+const prohibition = compiledQuery<[string, string], { rule_key: string }>(2, (db, entityId, operation) =>
+  db.selectFrom('entity_prohibitions').select('rule_key').where('entity_id', '=', entityId).where('operation', '=', operation).limit(1),
+);
 
 export class VaultRulesEngine implements RulesEngine {
   constructor(
@@ -69,7 +75,8 @@ export class VaultRulesEngine implements RulesEngine {
         case 'block': {
           // Audit events are refused with the interface's text, whatever the block says.
           const message = ctx.reportOnly ? DEFAULT_BLOCK_MESSAGE : (action.message ?? DEFAULT_BLOCK_MESSAGE);
-          this.alerts.recordDetached(alerts);
+          // A refused store leaves no point behind for its alerts to name.
+          this.alerts.recordDetached(ctx.reportOnly ? alerts : alerts.map(({ dataPointId: _none, ...alert }) => alert));
           throw forbidden(message);
         }
         case 'retention':
@@ -136,12 +143,7 @@ export class VaultRulesEngine implements RulesEngine {
   }
 
   async checkProhibited(trx: Kysely<Database>, entityId: string, operation: EventType): Promise<void> {
-    const row = await trx
-      .selectFrom('entity_prohibitions')
-      .select('rule_key')
-      .where('entity_id', '=', entityId)
-      .where('operation', '=', operation)
-      .executeTakeFirst();
+    const [row] = await prohibition(trx, entityId, operation);
     if (row) throw forbidden(PROHIBITED_MESSAGE);
   }
 

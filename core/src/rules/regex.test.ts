@@ -74,3 +74,51 @@ test('a value longer than the matching window is matched on its start, and $ doe
   t.false(compileSafeRegex('x$').test(long));
   t.true(compileSafeRegex('x$').test('xx'));
 });
+
+/** Counts on both sides of the limit, from small to far past what fits in a number. */
+const count = fc.oneof(
+  fc.integer({ min: 0, max: 12 }),
+  fc.integer({ min: 990, max: 1010 }),
+  fc.integer({ min: 1011, max: 10_000_000 }),
+  fc.bigInt({ min: 10n ** 15n, max: 10n ** 30n }),
+);
+const countedAtom = fc.constantFrom('a', '.', '[ab]', '(?:ab)', '(a|b)', '\\d');
+const counted = fc.oneof(
+  fc.tuple(countedAtom, count).map(([a, n]) => ({ pattern: `${a}{${n}}`, counts: [n] })),
+  fc.tuple(countedAtom, count).map(([a, n]) => ({ pattern: `${a}{${n},}`, counts: [n] })),
+  fc.tuple(countedAtom, count, count).map(([a, n, m]) => ({ pattern: `${a}{${n},${m}}`, counts: [n, m] })),
+);
+
+test('repeat counts: above the limit always refused, below it answered as RegExp does', (t) => {
+  fc.assert(
+    fc.property(counted, fc.constantFrom('', 'x'), fc.constantFrom('', '$'), subject, ({ pattern, counts }, before, after, s) => {
+      const p = `${before}${pattern}${after}`;
+      const tooLarge = counts.some((n) => BigInt(n) > 1000n);
+      const outOfOrder = counts.length === 2 && BigInt(counts[1]) < BigInt(counts[0]);
+      let re;
+      try {
+        re = compileSafeRegex(p);
+      } catch (err) {
+        if (!(err instanceof RegexSyntaxError)) throw err;
+        if (tooLarge) return err.message === 'repetition count too large';
+        if (outOfOrder) return /out of order/.test(err.message);
+        // A program too big to run in linear time is the engine's own limit.
+        return /too complex/.test(err.message);
+      }
+      if (tooLarge || outOfOrder) return false;
+      return re.test(s) === new RegExp(p).test(s);
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass();
+});
+
+test('a count of any length is a count, never literal text', (t) => {
+  for (const p of ['.{0,99999}', 'a{1000000}', 'a{1001}', 'a{0,1001}', 'a{1001,}', `a{${'9'.repeat(40)}}`]) {
+    t.throws(() => compileSafeRegex(p), { instanceOf: RegexSyntaxError, message: 'repetition count too large' }, p);
+  }
+  t.true(compileSafeRegex('^a{1000}$').test('a'.repeat(1000)));
+  // Braces that are not a quantifier stay literal, as in JavaScript.
+  t.true(compileSafeRegex('^a{,5}$').test('a{,5}'));
+  t.true(compileSafeRegex('^a{x}$').test('a{x}'));
+});

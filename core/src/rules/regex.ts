@@ -104,8 +104,9 @@ class Parser {
 
   /** `{n}`, `{n,}`, `{n,m}`; anything else leaves `{` a literal, as JavaScript does. */
   private braces(): [number, number] | undefined {
-    const rest = String.fromCodePoint(...this.chars.slice(this.pos, this.pos + 16));
-    const m = /^\{(\d{1,4})(,(\d{0,4}))?\}/.exec(rest);
+    // Every digit is read, however many: a count above the limit is refused, never taken as text.
+    const rest = String.fromCodePoint(...this.chars.slice(this.pos));
+    const m = /^\{(\d+)(,(\d*))?\}/.exec(rest);
     if (!m) return undefined;
     const min = Number(m[1]);
     const max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);

@@ -11,8 +11,9 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { ActivityLog, ActivityRecord } from '../activity/log.js';
+import { ActivityService } from '../activity/service.js';
 import { ConfigError } from '../config.js';
-import { deleteStructures } from '../datapoints/service.js';
+import { deleteStructures } from '../datapoints/plane.js';
 import type { Database } from '../db/schema.js';
 
 export const DEFAULT_SWEEP_MS = 60_000;
@@ -174,13 +175,7 @@ export class RetentionSweeper {
           const doomed: PointRow[] = [];
           let nextCheck = Infinity;
           for (const point of points) {
-            const read = await trx
-              .selectFrom('activity_log')
-              .select((eb) => eb.fn.max('event_time').as('last'))
-              .where('data_point_id', '=', point.id)
-              .where('event_type', '=', 'READ')
-              .executeTakeFirst();
-            const lastRead = typeof read?.last === 'string' ? read.last : '';
+            const lastRead = (await ActivityService.lastRead(trx, point.id)) ?? '';
             const anchor = Math.max(Date.parse(point.modified_date), lastRead ? Date.parse(lastRead) : 0);
             const expiry = anchor + policy.days * DAY_MS;
             if (expiry <= nowMs) doomed.push(point);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
+import { ruleRequestBody } from './openapi.js';
 
 const freeForm = { type: 'object', additionalProperties: true } as const;
 
@@ -20,17 +21,6 @@ const rule = {
   },
 } as const;
 
-/**
- * Deliberately without validation keywords: a body that is not a rule must be answered with
- * the interface's own messages (`Cannot parse JSON of rule`, `Rule key is required`, …),
- * which the service gives, rather than with a schema validator's.
- */
-const ruleBody = {
-  description:
-    'A rule: `{key, name?, type?: "data" | "activity", constraint: {type, ...}, action: {type, ...}, executionOrder?}`. ' +
-    'Checked by the service; see the README, "Rules and alerts", for every constraint and action.',
-} as const;
-
 export const ruleRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['rules'];
 
@@ -40,7 +30,7 @@ export const ruleRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { va
       schema: {
         tags,
         summary: 'Create or update a rule (by key)',
-        body: ruleBody,
+        body: ruleRequestBody,
         response: { 200: confirmation, 201: confirmation, ...errors(400, 402, 403, 422) },
       },
     },

@@ -2,6 +2,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { fuzzRoutes, hostileJson } from '../testing/fuzz.js';
+import { parseRule } from './compile.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -17,6 +18,9 @@ test.after.always(async () => v?.close());
 
 const alert = { type: 'alert', alertLevel: 'NORMAL', message: 'hello' };
 const onEmail = { type: 'attribute', operator: 'any', attributes: ['EMAIL'] };
+/** `all` constraints nested `depth` deep around onEmail, as an object and (for depths no serialiser survives) as text. */
+const nestedConstraint = (depth: number): unknown => Array.from({ length: depth }).reduce((c) => ({ type: 'all', constraints: [c] }), onEmail);
+const nestedConstraintText = (depth: number) => `${'{"type":"all","constraints":['.repeat(depth)}${JSON.stringify(onEmail)}${']}'.repeat(depth)}`;
 let counter = 0;
 const uniqueKey = (prefix: string) => `${prefix}_${++counter}_${Math.random().toString(36).slice(2, 8)}`;
 
@@ -213,6 +217,18 @@ const refusals: Array<[string, unknown, number, string]> = [
   ['a retention in an activity rule', { key: 'K', type: 'activity', constraint: { type: 'eventType', eventTypes: ['READ'] }, action: { type: 'retention', daysSinceStore: 1 } }, 400, 'Action type retention cannot be used in an activity rule'],
   ['an unknown action member', { key: 'K', constraint: onEmail, action: { type: 'block', level: 'x' } }, 400, 'Unknown member level in block action'],
   ['constraints nested too deeply', { key: 'K', constraint: Array.from({ length: 20 }).reduce((c) => ({ type: 'all', constraints: [c] }), onEmail), action: alert }, 400, 'Rule constraints are nested too deeply'],
+  ['constraints nested 60 deep', { key: 'K', constraint: nestedConstraint(60), action: alert }, 400, 'Rule constraints are nested too deeply'],
+  // Deeper than any recursive walker could follow: the body parser measures it first.
+  ['constraints nested 3,000 deep', { raw: `{"key":"deep3000","constraint":${nestedConstraintText(3000)},"action":{"type":"block"}}` }, 400, 'Body is nested too deeply (at most 128 levels)'],
+  ['constraints nested 100,000 deep', { raw: `{"key":"deep100k","constraint":${nestedConstraintText(100_000)},"action":{"type":"block"}}` }, 400, 'Body is nested too deeply (at most 128 levels)'],
+  ...['.{0,99999}', 'a{1000000}', 'a{1001}', 'a{2,1001}', 'a{99999999999999999999}', '(?:ab){0,12345}'].map(
+    (pattern): [string, unknown, number, string] => [
+      `the repeat count of ${pattern}`,
+      { key: 'K', constraint: { type: 'user', attribute: 'EMAIL', predicate: 'regex', value: pattern }, action: alert },
+      400,
+      'Entity value constraint regular expression is not supported: repetition count too large',
+    ],
+  ),
 ];
 
 for (const [description, body, status, message] of refusals) {
@@ -226,6 +242,14 @@ for (const [description, body, status, message] of refusals) {
     t.is((await v.request('GET', `/rules/${key}`)).status, 404, 'nothing was stored');
   });
 }
+
+test('parseRule measures depth before it recurses, whoever calls it', (t) => {
+  const deep = { key: 'deep', constraint: nestedConstraint(50_000), action: alert };
+  t.throws(() => parseRule(deep), { message: 'Rule constraints are nested too deeply' });
+  let value: unknown = 'x';
+  for (let i = 0; i < 50_000; i++) value = [value];
+  t.throws(() => parseRule({ key: 'deep', constraint: { type: 'user', attribute: 'EMAIL', value }, action: alert }), { message: 'Rule constraints are nested too deeply' });
+});
 
 test('a body that is not JSON at all is the server’s generic 400', async (t) => {
   const res = await v.request('POST', '/rules', { payload: '{"key": ', headers: { 'content-type': 'application/json' } });

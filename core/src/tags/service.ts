@@ -36,6 +36,8 @@ export class TagService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly rules: () => RulesEngine,
+    /** Told when definitions lose a tag (their cached copies are stale). */
+    private readonly onDefinitionsChanged: () => void = () => {},
   ) {}
 
   async upsert(name: unknown): Promise<Tag> {
@@ -83,5 +85,6 @@ export class TagService {
       await trx.deleteFrom('entity_tags').where('tag', '=', name).execute();
       await trx.deleteFrom('datapoint_tags').where('tag', '=', name).execute();
     });
+    this.onDefinitionsChanged();
   }
 }

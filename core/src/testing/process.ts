@@ -48,6 +48,8 @@ export interface SpawnVaultOptions {
   env?: Record<string, string>;
   dataDir?: string;
   port?: number;
+  /** Run the compiled build in this directory (`npm run build` writes dist/) instead of the TypeScript sources. */
+  compiled?: string;
 }
 
 export async function waitForHttp(url: string, deadlineMs = 60_000): Promise<void> {
@@ -85,7 +87,9 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
     dropDatabase = database.drop;
   }
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
+  // The compiled build is what `npm start` runs; tests otherwise run the sources as they are.
+  const entry = options.compiled ? [join(options.compiled, 'core/src/main.js')] : ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')];
+  const child = spawn(process.execPath, entry, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -121,7 +125,7 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
       child.kill(signal);
       return exited;
     },
-    restart: () => spawnVault({ env, dataDir, port }),
+    restart: () => spawnVault({ env, dataDir, port, compiled: options.compiled }),
     async dispose() {
       await proc.stop('SIGKILL');
       await dropDatabase?.();

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SidecarMetrics } from '../metrics.js';
 import { withTimeout } from '../queue/connection.js';
 import { QueueUnavailableError } from '../queue/producer.js';
-import type { DeadLetterQueue } from './dead-letters.js';
+import { withoutValue } from '../ingest/event.js';
+import type { DeadLetter, DeadLetterQueue } from './dead-letters.js';
 
 /** Dead letters wait for a human; this API lists, inspects, replays and discards them. */
 export function registerDeadLetterRoutes(app: FastifyInstance, deadLetters: DeadLetterQueue, metrics: SidecarMetrics): void {
@@ -15,25 +16,29 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deadLetters: Dead
     if (request.url.startsWith('/deadletters') && !deadLetters.available) return unavailable(reply);
   });
 
-  app.get<{ Querystring: { offset?: string; limit?: string } }>('/deadletters', async (request, reply) => {
+  app.get<{ Querystring: { offset?: string; limit?: string; values?: string } }>('/deadletters', async (request, reply) => {
     const offset = parseCount(request.query.offset, 0);
     const limit = parseCount(request.query.limit, 100);
     if (offset === undefined || limit === undefined || limit > 1000) {
       return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: 'offset and limit must be integers, limit at most 1000' });
     }
+    const values = parseValues(request.query.values);
+    if (values === undefined) return badValues(reply);
     try {
       const page = await withTimeout(deadLetters.list(offset, limit), timeoutMs, 'list');
-      return { offset, limit, ...page };
+      return { offset, limit, total: page.total, items: values ? page.items : page.items.map(hideValue) };
     } catch {
       return unavailable(reply);
     }
   });
 
-  app.get<{ Params: { id: string } }>('/deadletters/:id', async (request, reply) => {
+  app.get<{ Params: { id: string }; Querystring: { values?: string } }>('/deadletters/:id', async (request, reply) => {
+    const values = parseValues(request.query.values);
+    if (values === undefined) return badValues(reply);
     try {
       const entry = await withTimeout(deadLetters.get(request.params.id), timeoutMs, 'get');
       if (!entry) return reply.code(404).send({ statusCode: 404, error: 'Not Found', message: 'no such dead letter' });
-      return entry;
+      return values ? entry : hideValue(entry);
     } catch {
       return unavailable(reply);
     }
@@ -63,6 +68,20 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deadLetters: Dead
       throw err;
     }
   });
+}
+
+/** Values are shown only when asked for: a listing is for finding out what went wrong, not for reading data. */
+function parseValues(raw: string | undefined): boolean | undefined {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  return raw === 'true' ? true : undefined;
+}
+
+function badValues(reply: FastifyReply) {
+  return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: 'values must be true or false' });
+}
+
+function hideValue(entry: DeadLetter): DeadLetter {
+  return { ...entry, event: withoutValue(entry.event) };
 }
 
 function parseCount(raw: string | undefined, fallback: number): number | undefined {

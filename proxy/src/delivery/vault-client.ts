@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import type { StampedEvent } from '../ingest/event.js';
+import { withTimeout } from '../queue/connection.js';
 
 /** The vault's error body for a refused bulk; `index` points at the first failing event. */
 export interface VaultErrorBody {
@@ -101,8 +102,9 @@ export class VaultClient implements VaultSender {
     return { kind: 'rejected', status, body, index: undefined };
   }
 
-  async close(): Promise<void> {
-    await this.pool.close().catch(() => {});
+  /** Lets requests in flight end for at most `graceMs`, then cuts them. */
+  async close(graceMs = 1000): Promise<void> {
+    await withTimeout(this.pool.close(), graceMs, 'vault client close').catch(() => this.pool.destroy().catch(() => {}));
   }
 }
 

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { SidecarMetrics } from '../metrics.js';
 import { closeWithConnection, withTimeout } from '../queue/connection.js';
 import type { EventsJobData } from '../queue/producer.js';
-import { AbortedError, Notifier, backoffDelay, sleep } from './backoff.js';
+import { AbortedError, Notifier, abortable, backoffDelay, sleep } from './backoff.js';
 import { Batcher, type Batch, type HeldJob } from './batcher.js';
 import type { Deliverer } from './deliverer.js';
 import { Lease } from './lease.js';
@@ -79,6 +79,7 @@ export class DeliveryWorker {
   /** Times the worker connection was lost, and its value when the current term began. */
   private workerConnectionEpoch = 0;
   private termEpoch = 0;
+  private finishedCleanly = true;
 
   /** `workerRedis` belongs to this worker from now on: stop() ends it. */
   constructor(
@@ -220,7 +221,9 @@ export class DeliveryWorker {
       const token = this.nextToken();
       let job: Job<EventsJobData> | undefined;
       try {
-        job = await this.worker.getNextJob(token, { block: true });
+        // Not waited on past a stop: with Redis gone the fetch may never settle. A job it
+        // still fetches afterwards stays active, and the next holder claims it in order.
+        job = await abortable(this.worker.getNextJob(token, { block: true }), stop);
         failures = 0;
       } catch (err) {
         if (stop.aborted) break;
@@ -358,30 +361,39 @@ export class DeliveryWorker {
   }
 
   /**
-   * Stops fetching, lets the batch in flight finish (within shutdownMs), completes what was
-   * delivered, and releases the lease so a successor starts at once. Jobs not delivered stay
-   * active in Redis and are claimed by the next holder.
+   * Stops fetching, lets the batch in flight finish, completes what was delivered, and releases
+   * the lease so a successor starts at once, all by `deadline` (epoch ms; default shutdownMs
+   * from now), whatever Redis or the vault are doing. Jobs not delivered stay active in Redis
+   * and are claimed by the next holder; a batch the vault recorded but we did not hear about is
+   * resent and deduplicated. Resolves to whether the work in hand finished (false: some was
+   * left to the next holder).
    */
-  async stop(): Promise<void> {
+  async stop(deadline = Date.now() + this.options.shutdownMs): Promise<boolean> {
     if (this._state === 'stopped' || this.stopRequested.signal.aborted) {
       await this.running;
-      return;
+      return this.finishedCleanly;
     }
     this._state = 'stopping';
-    const graceTimer = setTimeout(() => this.hardStop.abort(), this.options.shutdownMs);
+    const left = () => Math.max(0, deadline - Date.now());
+    // The batch in flight may use the time but a last stretch, kept for Redis bookkeeping.
+    const graceTimer = setTimeout(() => this.hardStop.abort(), Math.max(0, left() - Math.min(1000, left() / 4)));
     this.stopRequested.abort();
     this.wake.notify();
     this.room.notify();
     await this.sending;
-    await Promise.race([this.completions, sleepUntilAborted(this.hardStop.signal)]);
+    const completed = await Promise.race([this.completions.then(() => true), sleepUntilAborted(this.hardStop.signal).then(() => false)]);
     clearInterval(this.heartbeatTimer);
+    const abandoned = this.hardStop.signal.aborted;
     this.hardStop.abort();
     clearTimeout(graceTimer);
-    await withTimeout(this.lease.release(), 1000, 'lease release').catch(() => {});
-    // Closing the worker interrupts a fetch blocked on Redis.
-    await withTimeout(closeWithConnection(this.worker, this.workerRedis, true), 5000, 'worker close').catch(() => {});
-    await this.running;
+    await withTimeout(this.lease.release(), Math.min(1000, left()), 'lease release').catch(() => {});
+    // Closing the worker interrupts a fetch blocked on Redis; with Redis gone it may not
+    // return at all, and nothing of ours is left in it by now.
+    await withTimeout(closeWithConnection(this.worker, this.workerRedis, true), left(), 'worker close').catch(() => {});
+    await withTimeout(this.running ?? Promise.resolve(), left(), 'delivery loop').catch(() => {});
     this._state = 'stopped';
+    this.finishedCleanly = completed && !abandoned;
+    return this.finishedCleanly;
   }
 }
 

@@ -36,3 +36,10 @@ export interface ExternalActivityEvent {
 
 /** What the queue carries and the vault receives: every event has its identity by then. */
 export type StampedEvent = ExternalActivityEvent & { eventId: string; timestamp: string };
+
+/** The event without `data.value` (the same object when it has none). */
+export function withoutValue<T extends ExternalActivityEvent>(event: T): T {
+  if (event.data === undefined || !('value' in event.data)) return event;
+  const { value: _value, ...data } = event.data;
+  return { ...event, data };
+}

@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import type { SidecarHandle } from '../index.js';
 import type { EventsJobData } from '../queue/producer.js';
 import { FakeVault } from '../testing/fake-vault.js';
-import { cleanupRedis, freePort, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix } from '../testing/helpers.js';
+import { cleanupRedis, freePort, getJson, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix } from '../testing/helpers.js';
 
 /**
  * The ingest API over HTTP. The vault is down throughout so accepted events stay in Redis
@@ -82,13 +82,86 @@ test.serial('400 with the same shape when nothing is accepted', async (t) => {
   t.is(empty.body.message, 'the request contains no events');
 });
 
-test.serial('unparseable JSON and oversized bodies keep the answer shape', async (t) => {
-  const broken = await fetch(`${sidecar.url}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[{"eventType":' });
+async function postRaw(body: string, contentType = 'application/json') {
+  const res = await fetch(`${sidecar.url}/events`, { method: 'POST', headers: { 'content-type': contentType }, body });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function queuedEventIds(): Promise<string[]> {
+  const jobs = await queue.getJobs(['waiting', 'active']);
+  return jobs.flatMap((j) => j.data.events.map((e) => e.eventId));
+}
+
+test.serial('unparseable JSON and oversized bodies keep the answer shape, with the vault\'s messages', async (t) => {
+  const broken = await postRaw('[{"eventType":');
   t.is(broken.status, 400);
-  t.like(await broken.json(), { accepted: [], rejected: [] });
+  t.deepEqual(broken.body, { accepted: [], rejected: [], statusCode: 400, error: 'Bad Request', message: 'Body is not valid JSON' });
   const huge = await postEvents(sidecar.url, Array.from({ length: 1000 }, (_, i) => makeEvent(i)));
   t.is(huge.status, 413);
-  t.deepEqual(huge.body.accepted, []);
+  t.like(huge.body, { accepted: [], rejected: [], statusCode: 413, error: 'Payload Too Large', message: 'Request body is too large' });
+});
+
+test.serial('JSON with a charset is JSON; a NUL in the path is refused like one in the body', async (t) => {
+  const charset = await postRaw(JSON.stringify(makeEvent(1, { eventId: 'charset-1' })), 'application/json; charset=utf-8');
+  t.is(charset.status, 202);
+  const path = await getJson(`${sidecar.url}/deadletters/a%00b`);
+  t.is(path.status, 400);
+  t.deepEqual(path.body, { statusCode: 400, error: 'Bad Request', message: 'Strings may not contain NUL characters' });
+});
+
+test.serial('a body that is not JSON is 415, whatever it holds', async (t) => {
+  for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
+    const answer = await postRaw(JSON.stringify(makeEvent(1, { eventId: `plain-${contentType}` })), contentType);
+    t.is(answer.status, 415, contentType);
+    t.deepEqual(answer.body, {
+      accepted: [], rejected: [], statusCode: 415, error: 'Unsupported Media Type', message: 'Content type must be application/json',
+    });
+  }
+  t.false((await queuedEventIds()).some((id) => id.startsWith('plain-')), 'nothing enqueued');
+});
+
+test.serial('prototype-poisoning keys get the vault\'s message and change nothing', async (t) => {
+  for (const body of [
+    '{"__proto__":{"admin":true},"eventType":"READ","applicationId":"a","dataPointId":"d","eventId":"proto-1"}',
+    '[{"eventType":"READ","applicationId":"a","dataPointId":"d","eventId":"proto-2","data":{"value":{"constructor":{"prototype":{"x":1}}}}}]',
+  ]) {
+    const answer = await postRaw(body);
+    t.is(answer.status, 400);
+    t.deepEqual(answer.body, { accepted: [], rejected: [], statusCode: 400, error: 'Bad Request', message: 'Body contains a forbidden property name' });
+  }
+  t.false((await queuedEventIds()).some((id) => id.startsWith('proto-')), 'nothing enqueued');
+});
+
+test.serial('a NUL character anywhere is refused at ingest, not dead-lettered later', async (t) => {
+  const cases = [
+    makeEvent(1, { eventId: 'nul-1', applicationId: 'a\u0000b' }),
+    makeEvent(2, { eventId: 'nul-2', data: { attribute: 'email', value: { 'k\u0000': 'v' } } }),
+    [makeEvent(3, { eventId: 'nul-3' }), makeEvent(4, { eventId: 'nul-4', data: { attribute: 'email', value: 'a\u0000@example.test' } })],
+  ];
+  for (const body of cases) {
+    const answer = await postRaw(JSON.stringify(body));
+    t.is(answer.status, 400);
+    t.deepEqual(answer.body, { accepted: [], rejected: [], statusCode: 400, error: 'Bad Request', message: 'Strings may not contain NUL characters' });
+  }
+  t.false((await queuedEventIds()).some((id) => id.startsWith('nul-')), 'nothing enqueued');
+});
+
+test.serial('a too-deep value is a 400 naming the field, not "Redis unavailable"', async (t) => {
+  for (const depth of [65, 5_000, 30_000]) {
+    const value = '['.repeat(depth) + ']'.repeat(depth);
+    const body = `[{"eventType":"STORE","applicationId":"a","subjectId":"s","eventId":"deep-${depth}","data":{"attribute":"x","value":${value}}},` +
+      `{"eventType":"READ","applicationId":"a","dataPointId":"d","eventId":"shallow-${depth}"}]`;
+    const answer = await postRaw(body);
+    t.is(answer.status, 202, `depth ${depth}: the other event is still taken`);
+    t.deepEqual(answer.body.rejected, [{ index: 0, message: 'event 0: field "data.value" is nested too deeply (more than 64 levels)' }]);
+  }
+  const deepest = '{"a":'.repeat(64) + '1' + '}'.repeat(64);
+  const fits = await postRaw(`{"eventType":"STORE","applicationId":"a","subjectId":"s","eventId":"deep-64","data":{"attribute":"x","value":${deepest}}}`);
+  t.is(fits.status, 202, '64 levels are accepted');
+  const queued = await queuedEventIds();
+  t.false(queued.some((id) => id.startsWith('deep-') && id !== 'deep-64'));
+  t.true(queued.includes('deep-64'));
+  t.true(queued.includes('shallow-30000'));
 });
 
 test('503, never 202, when Redis is unreachable', async (t) => {

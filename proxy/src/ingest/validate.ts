@@ -26,6 +26,13 @@ const optionalStrings = [
 /** Ids end up in Redis keys (hashed) and in the vault's dedupe index; bound them. */
 const maxIdLength = 512;
 
+/**
+ * Deepest nesting of `data.value`. The vault checks values against schemas of at most 32
+ * levels (each may hold a list), so nothing deeper could ever be recorded; and far deeper
+ * values would not even survive serialisation into Redis.
+ */
+export const maxValueDepth = 64;
+
 function fail(field: string, problem: string): Validation {
   return { ok: false, field, problem };
 }
@@ -60,6 +67,20 @@ export function isIsoDateTime(value: string): boolean {
   if (day > daysInMonth || hour > 23 || minute > 59 || second > 59) return false;
   if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
   return !Number.isNaN(Date.parse(value));
+}
+
+/** Whether `value` nests more than `limit` arrays and objects; iterative, whatever the depth. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 function checkStringArray(value: unknown, field: string): Validation | undefined {
@@ -135,6 +156,9 @@ export function validateEvent(raw: unknown): Validation {
       checkOptionalString(data.sensitivity, 'data.sensitivity') ??
       checkOptionalString(data.accessibility, 'data.accessibility');
     if (p) return p;
+    if (nestedDeeperThan(data.value, maxValueDepth)) {
+      return fail('data.value', `is nested too deeply (more than ${maxValueDepth} levels)`);
+    }
     if (data.reportOnly !== undefined && typeof data.reportOnly !== 'boolean') {
       return fail('data.reportOnly', 'must be a boolean');
     }

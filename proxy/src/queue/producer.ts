@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { StampedEvent } from '../ingest/event.js';
+import { withoutValue, type StampedEvent } from '../ingest/event.js';
 import { closeWithConnection, withTimeout } from './connection.js';
 
 /** What one BullMQ job carries: the accepted events of one request, in request order. */
@@ -23,6 +23,8 @@ export interface ProducerOptions {
   enqueueTimeoutMs: number;
   /** Requests are merged into one job up to this many events (a bigger request stays whole). */
   maxJobEvents?: number;
+  /** Strip `data.value` before anything reaches Redis (SIDECAR_DROP_VALUES). */
+  dropValues?: boolean;
 }
 
 interface Waiter {
@@ -81,6 +83,8 @@ export class EventProducer {
   /** Resolves once Redis has the events; any doubt is reported as QueueUnavailableError. */
   enqueue(events: StampedEvent[]): Promise<void> {
     if (!this.connected) return Promise.reject(new QueueUnavailableError('Redis is not reachable'));
+    // Every path into Redis (ingest, proxy, dead-letter replay) comes through here.
+    if (this.options.dropValues) events = events.map(withoutValue);
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         events,

@@ -203,17 +203,25 @@ export class ReverseProxy {
     }
   }
 
-  /** Stops accepting, lets requests in flight finish and their events reach Redis, within graceMs. */
-  async close(graceMs: number): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+  /**
+   * Stops accepting and lets requests in flight finish and their events reach Redis, until
+   * `deadline` (epoch ms). Whatever is still open then is cut: a hanging upstream cannot hold
+   * the sidecar up. Resolves to whether everything finished in time.
+   */
+  async close(deadline: number): Promise<boolean> {
+    const left = () => Math.max(0, deadline - Date.now());
+    // Requests get all but the last stretch, which is for their events to reach Redis.
+    const requestsUntil = Date.now() + Math.max(0, left() - Math.min(1000, left() / 4));
+    const closed = new Promise<boolean>((resolve) => this.server.close(() => resolve(true)));
     this.server.closeIdleConnections();
-    const grace = sleep(graceMs).then(() => this.server.closeAllConnections());
-    await Promise.race([closed, grace]);
+    const finished = await Promise.race([closed, sleep(Math.max(0, requestsUntil - Date.now())).then(() => false)]);
+    if (!finished) this.server.closeAllConnections();
     this.flush();
-    await Promise.race([Promise.allSettled([...this.pending]), sleep(graceMs)]);
+    const flushed = await Promise.race([Promise.allSettled([...this.pending]).then(() => true), sleep(left()).then(() => false)]);
     this.closing.abort();
-    await Promise.allSettled([...this.pending]);
-    await this.pool.close().catch(() => {});
+    // destroy, not close: close would wait for upstream requests that may never answer.
+    await this.pool.destroy().catch(() => {});
+    return finished && flushed;
   }
 }
 

@@ -167,6 +167,23 @@ export interface SpawnedSidecar {
 }
 
 /** Runs the CLI exactly as `npm run sidecar` does. */
+/** Settings for a spawned sidecar with short batches, retries and lease, so tests run quickly. */
+export function spawnedSidecarEnv(options: { apiKey: string; vaultUrl: string; prefix: string; port: number; redisUrl?: string }): Record<string, string> {
+  return {
+    SIDECAR_API_KEY: options.apiKey,
+    SIDECAR_VAULT_URL: options.vaultUrl,
+    SIDECAR_PORT: String(options.port),
+    SIDECAR_PREFIX: options.prefix,
+    REDIS_URL: options.redisUrl ?? sharedRedisUrl,
+    SIDECAR_BATCH_SIZE: '100',
+    SIDECAR_BATCH_MS: '20',
+    SIDECAR_LOCK_MS: '2000',
+    SIDECAR_RETRY_BASE_MS: '20',
+    SIDECAR_RETRY_MAX_MS: '200',
+    SIDECAR_LOG_LEVEL: 'info',
+  };
+}
+
 export function spawnSidecar(env: Record<string, string>): SpawnedSidecar {
   const child = spawn(process.execPath, ['--import', 'tsx', 'proxy/src/main.ts'], {
     cwd: repoRoot,

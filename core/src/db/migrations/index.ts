@@ -4,6 +4,7 @@ import * as activity from './0002_activity.js';
 import * as rules from './0003_rules.js';
 import * as dataplane from './0004_dataplane.js';
 import * as keyRotation from './0005_key_rotation.js';
+import * as activitySealing from './0006_activity_sealing.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0003_rules': rules,
   '0004_dataplane': dataplane,
   '0005_key_rotation': keyRotation,
+  '0006_activity_sealing': activitySealing,
 };

@@ -1,0 +1,101 @@
+// The vault's REST API from the browser. The API key lives in sessionStorage only (gone when
+// the tab closes); private keys and values are never stored anywhere and never put in a URL.
+const KEY = 'vault.console.apiKey';
+
+export const session = {
+  apiKey: () => sessionStorage.getItem(KEY),
+  signIn: (apiKey) => sessionStorage.setItem(KEY, apiKey),
+  signOut: () => sessionStorage.removeItem(KEY),
+};
+
+export class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+let unauthorizedHandler = () => {};
+export function onUnauthorized(handler) {
+  unauthorizedHandler = handler;
+}
+
+/**
+ * One request. `query` members that are empty are left out; `headers` carry per-request
+ * secrets (the decryption key) that must not outlive this call.
+ */
+export async function api(method, path, { query, body, headers, apiKey } = {}) {
+  const url = new URL(path, location.origin);
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (value !== undefined && value !== null && value !== '') url.searchParams.set(name, String(value));
+  }
+  const key = apiKey ?? session.apiKey();
+  let res;
+  try {
+    res = await fetch(url, {
+      method,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+      credentials: 'omit',
+      referrerPolicy: 'no-referrer',
+    });
+  } catch {
+    throw new ApiError(0, 'The vault did not answer');
+  }
+  const text = await res.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) {
+    const error = new ApiError(res.status, json?.message ?? res.statusText ?? 'Request failed', json);
+    if (res.status === 401 && apiKey === undefined) unauthorizedHandler();
+    throw error;
+  }
+  return json;
+}
+
+/** `{data}` unwrapped. */
+export const get = (path, query) => api('GET', path, { query }).then((r) => r.data);
+export const post = (path, body) => api('POST', path, { body }).then((r) => r.data);
+export const del = (path) => api('DELETE', path).then((r) => r.data);
+export const seg = encodeURIComponent;
+
+/** Search pages; the vault's 404 `Data Not Found` for an empty page is an empty list here. */
+export async function search(query, page = 0, count = 100) {
+  try {
+    return await post('/search', { query, page, count });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return [];
+    throw err;
+  }
+}
+
+/** Every page of a paged GET, `count` at a time, up to `limit` records. */
+export async function getAll(path, query, { count = 1000, limit = 1_000_000 } = {}) {
+  const all = [];
+  for (let page = 0; all.length < limit; page++) {
+    const batch = await get(path, { ...query, page, count });
+    all.push(...batch);
+    if (batch.length < count) break;
+  }
+  return all;
+}
+
+/**
+ * A private key file as the header wants it: the base64 of its PEM. Read in the browser and
+ * handed straight to the one request that needs it.
+ */
+export async function keyFileToHeader(file) {
+  const text = (await file.text()).trim();
+  if (text.startsWith('-----BEGIN')) return btoa(text + '\n');
+  return text.replace(/\s+/g, '');
+}

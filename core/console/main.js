@@ -1,0 +1,140 @@
+// The console's shell: sign-in, navigation and hash routing. Routes carry ids only, never a
+// value or a key, so nothing secret reaches the address bar, history or a Referer.
+import { html, render, useEffect, useState } from './lib.js';
+import { api, ApiError, onUnauthorized, session } from './api.js';
+import { ErrorBox } from './ui.js';
+import { Overview } from './pages/overview.js';
+import { Subjects, Subject } from './pages/subjects.js';
+import { Activity } from './pages/activity.js';
+import { Alerts } from './pages/alerts.js';
+import { Rules, RuleEditor } from './pages/rules.js';
+import { Registry } from './pages/registry.js';
+import { Applications } from './pages/applications.js';
+
+const NAV = [
+  ['overview', 'Overview'],
+  ['subjects', 'Data subjects'],
+  ['activity', 'Activity log'],
+  ['alerts', 'Alerts'],
+  ['rules', 'Rules'],
+  ['registry', 'Registry'],
+  ['applications', 'Applications'],
+];
+
+function parseHash() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || undefined };
+}
+
+function useRoute() {
+  const [route, setRoute] = useState(parseHash);
+  useEffect(() => {
+    const on = () => setRoute(parseHash());
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+function SignIn({ onSignedIn, reason }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const stats = await api('GET', '/stats', { apiKey: key.trim() });
+      session.signIn(key.trim());
+      onSignedIn({ admin: stats.data.applications !== null });
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<main class="signin" id="main">
+    <form class="card" onSubmit=${submit} aria-labelledby="signin-title">
+      <h1 id="signin-title">Vault console</h1>
+      <p class="muted">Sign in with an application's API key. It is kept for this browser tab only and forgotten when you sign out or close it.</p>
+      ${reason ? html`<p class="notice warn" role="status">${reason}</p>` : null}
+      <div class="field">
+        <label for="api-key">API key</label>
+        <input id="api-key" type="password" autocomplete="off" spellcheck="false" required value=${key} onInput=${(e) => setKey(e.currentTarget.value)} />
+      </div>
+      <${ErrorBox} error=${error} />
+      <button type="submit" class="primary" disabled=${busy || !key.trim()}>${busy ? 'Signing in…' : 'Sign in'}</button>
+    </form>
+  </main>`;
+}
+
+function Page({ route, admin }) {
+  const props = { admin, id: route.id };
+  switch (route.page) {
+    case 'subjects':
+      return route.id ? html`<${Subject} key=${route.id} ...${props} />` : html`<${Subjects} ...${props} />`;
+    case 'activity':
+      return html`<${Activity} key=${route.id ?? ''} ...${props} />`;
+    case 'alerts':
+      return html`<${Alerts} ...${props} />`;
+    case 'rules':
+      return route.id ? html`<${RuleEditor} key=${route.id} ...${props} />` : html`<${Rules} ...${props} />`;
+    case 'registry':
+      return html`<${Registry} ...${props} />`;
+    case 'applications':
+      return html`<${Applications} ...${props} />`;
+    case 'overview':
+      return html`<${Overview} ...${props} />`;
+    default:
+      return html`<p role="alert">No such page. <a href="#/overview">Go to the overview</a>.</p>`;
+  }
+}
+
+function App() {
+  const route = useRoute();
+  const [who, setWho] = useState(undefined);
+  const [reason, setReason] = useState();
+  const [checking, setChecking] = useState(Boolean(session.apiKey()));
+
+  const signOut = (why) => {
+    session.signOut();
+    // The next person to sign in starts on the overview, not on what this one last saw.
+    location.hash = '#/overview';
+    setWho(undefined);
+    setReason(why);
+  };
+  useEffect(() => onUnauthorized(() => signOut('The vault no longer accepts this API key. Sign in again.')), []);
+  // A reload keeps the tab's session: ask the vault again what this key may do.
+  useEffect(() => {
+    if (!session.apiKey()) return;
+    api('GET', '/stats')
+      .then((r) => setWho({ admin: r.data.applications !== null }))
+      .catch((err) => err instanceof ApiError && err.status === 401 ? signOut() : setWho({ admin: false }))
+      .finally(() => setChecking(false));
+  }, []);
+  useEffect(() => {
+    if (!checking) performance.mark('console-interactive');
+  }, [checking]);
+
+  if (checking) return html`<p class="loading">Loading the console…</p>`;
+  if (!who) return html`<${SignIn} reason=${reason} onSignedIn=${(w) => (setReason(undefined), setWho(w))} />`;
+  return html`<div class="shell">
+    <a class="skip" href="#main" onClick=${(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>Skip to content</a>
+    <header class="topbar">
+      <span class="brand">Vault console</span>
+      <span class="who">${who.admin ? 'Administrator key' : 'Application key (limited)'}</span>
+      <button type="button" class="signout" onClick=${() => signOut('Signed out.')}>Sign out</button>
+    </header>
+    <nav class="sidebar" aria-label="Console">
+      <ul>
+        ${NAV.map(([page, label]) => html`<li><a href=${`#/${page}`} aria-current=${route.page === page ? 'page' : undefined}>${label}</a></li>`)}
+      </ul>
+    </nav>
+    <main id="main" tabindex="-1"><${Page} route=${route} admin=${who.admin} /></main>
+  </div>`;
+}
+
+const root = document.getElementById('app');
+root.textContent = ''; // the static "Loading" text is not Preact's to reconcile
+render(html`<${App} />`, root);

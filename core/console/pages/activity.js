@@ -1,0 +1,135 @@
+import { html, useState } from '../lib.js';
+import { get, getAll, seg } from '../api.js';
+import { ErrorBox, fmt, localToIso, Loading, Notice, PageTitle, Pager, Select, Table, TextInput, download, useLoad, when } from '../ui.js';
+import { ChainState } from './chain.js';
+
+/** Application names by id, for admins (others may not list applications and see ids). */
+export function useApplicationNames(admin) {
+  const loaded = useLoad(() => (admin ? get('/applications').then((apps) => new Map(apps.map((a) => [a.id, a.name]))) : new Map()), [admin]);
+  return loaded.data ?? new Map();
+}
+
+export const activityColumns = (appNames = new Map()) => [
+  { label: 'Time', render: (r) => when(r.timestamp) },
+  { label: 'Event', key: 'eventType' },
+  { label: 'Subject', render: (r) => (r.subjectId ? html`<a href=${`#/subjects/${seg(r.subjectId)}`}>${r.subjectId}</a>` : fmt()) },
+  { label: 'Attribute', key: 'attribute' },
+  { label: 'Application', render: (r) => html`<span title=${r.applicationId}>${appNames.get(r.applicationId) ?? r.applicationId}</span>` },
+  { label: 'User', key: 'applicationUser' },
+  { label: 'Seq.', render: (r) => (r.sealed === false ? html`<span class="muted" title="Not chained yet">pending</span>` : `#${r.sequence}`) },
+  { label: 'Data point', render: (r) => html`<span class="mono small">${r.dataPointId ?? '—'}</span>` },
+  { label: 'Report-only', key: 'reportOnly' },
+];
+
+const CSV_FIELDS = ['sequence', 'eventId', 'eventType', 'timestamp', 'recordedDate', 'subjectId', 'dataPointId', 'attribute', 'applicationId', 'applicationUser', 'recordedBy', 'reportOnly', 'sealed', 'hash'];
+
+function csvCell(value) {
+  if (value === undefined || value === null) return '';
+  const text = String(value);
+  // A leading =, +, - or @ would run as a formula in a spreadsheet.
+  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+export function toCsv(rows) {
+  return [CSV_FIELDS.join(','), ...rows.map((r) => CSV_FIELDS.map((f) => csvCell(r[f])).join(','))].join('\r\n') + '\r\n';
+}
+
+const EMPTY = { subjectId: '', dataPointId: '', attribute: '', eventType: '', applicationId: '', applicationUser: '', from: '', to: '' };
+const COUNT = 50;
+
+function toQuery(f) {
+  return { ...f, from: localToIso(f.from), to: localToIso(f.to) };
+}
+
+/** `#/activity/<subject id>` opens the log filtered on that subject. */
+export function Activity({ admin, id }) {
+  const initial = id ? { ...EMPTY, subjectId: id } : EMPTY;
+  const [form, setForm] = useState(initial);
+  const [filters, setFilters] = useState(initial);
+  const [page, setPage] = useState(0);
+  const [highlight, setHighlight] = useState();
+  const [version, setVersion] = useState(0);
+  const [chain, setChain] = useState();
+  const [status, setStatus] = useState();
+  const [error, setError] = useState();
+  const appNames = useApplicationNames(admin);
+  const rows = useLoad(() => get('/activity', { ...toQuery(filters), page, count: COUNT }), [filters, page, version]);
+  const set = (name) => (value) => setForm({ ...form, [name]: value });
+
+  const apply = (e) => {
+    e.preventDefault();
+    setFilters(form);
+    setPage(0);
+  };
+  const verify = async () => {
+    setError(undefined);
+    setChain(undefined);
+    try {
+      setChain(await get('/activity/verify'));
+      setVersion((v) => v + 1);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const exportCsv = async () => {
+    setError(undefined);
+    setStatus('Exporting…');
+    try {
+      const all = await getAll('/activity', toQuery(filters));
+      download(`activity-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.csv`, 'text/csv', toCsv(all));
+      setStatus(`Exported ${all.length} record${all.length === 1 ? '' : 's'} as CSV.`);
+    } catch (err) {
+      setStatus(undefined);
+      setError(err);
+    }
+  };
+  // Unfiltered, the log is in sealing order, so sequence N sits at position N - 1.
+  const show = (sequence) => {
+    setForm(EMPTY);
+    setFilters(EMPTY);
+    setHighlight(sequence);
+    setPage(Math.floor((sequence - 1) / COUNT));
+    setVersion((v) => v + 1);
+  };
+
+  return html`<section>
+    <${PageTitle} sub="Every read, store, update and delete, hash-chained so that tampering shows.">Activity log</${PageTitle}>
+    <form class="card filters" onSubmit=${apply} aria-label="Activity filters">
+      <div class="row">
+        <${TextInput} id="f-subject" label="Subject" value=${form.subjectId} onInput=${set('subjectId')} />
+        <${TextInput} id="f-point" label="Data point" value=${form.dataPointId} onInput=${set('dataPointId')} />
+        <${TextInput} id="f-attribute" label="Attribute" value=${form.attribute} onInput=${set('attribute')} />
+        <${Select} id="f-event" label="Event type" value=${form.eventType} onChange=${set('eventType')} options=${['', 'READ', 'STORE', 'UPDATE', 'DELETE']} />
+      </div>
+      <div class="row">
+        <${TextInput} id="f-app" label="Application" value=${form.applicationId} onInput=${set('applicationId')} />
+        <${TextInput} id="f-user" label="User" value=${form.applicationUser} onInput=${set('applicationUser')} />
+        <${TextInput} id="f-from" label="From (UTC)" type="datetime-local" value=${form.from} onInput=${set('from')} />
+        <${TextInput} id="f-to" label="To (UTC)" type="datetime-local" value=${form.to} onInput=${set('to')} />
+      </div>
+      <div class="actions">
+        <button type="submit" class="primary">Apply filters</button>
+        <button type="button" onClick=${() => (setForm(EMPTY), setFilters(EMPTY), setPage(0))}>Clear</button>
+        <span class="spacer"></span>
+        <button type="button" onClick=${exportCsv}>Export CSV</button>
+        <button type="button" onClick=${verify}>Verify chain</button>
+      </div>
+    </form>
+    <${ErrorBox} error=${error} admin=${!admin} />
+    <${Notice}>${status}</${Notice}>
+    ${chain ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
+    <${ErrorBox} error=${rows.error} admin=${!admin} />
+    ${rows.loading && !rows.data ? html`<${Loading} />` : null}
+    ${rows.data
+      ? html`<${Table}
+            caption="Activity records"
+            columns=${activityColumns(appNames)}
+            rows=${rows.data}
+            empty="No activity matches these filters."
+            rowClass=${(r) => (r.sequence === highlight ? 'highlight' : '')}
+          />
+          <${Pager} page=${page} more=${rows.data.length === COUNT} onPage=${setPage} label="Activity pages" />`
+      : null}
+  </section>`;
+}

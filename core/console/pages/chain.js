@@ -1,0 +1,18 @@
+import { html } from '../lib.js';
+
+/** What `GET /activity/verify` found, in words. */
+export function ChainState({ result, onShow }) {
+  if (!result) return null;
+  if (result.valid) {
+    return html`<div class="chain ok" role="status" data-chain="valid">
+      <strong>✓ Chain intact</strong>
+      <p>${result.records} sealed record${result.records === 1 ? '' : 's'} verified${result.unsealed ? `, ${result.unsealed} awaiting sealing` : ''}.</p>
+      ${result.lastHash ? html`<p class="muted mono">Head #${result.lastSequence}: ${result.lastHash}</p>` : null}
+    </div>`;
+  }
+  return html`<div class="chain broken" role="alert" data-chain="broken">
+    <strong>✗ Chain broken</strong>
+    <p>The first record that does not verify is <strong>#${result.firstBrokenSequence}</strong>${result.firstBrokenEventId ? html` (event <span class="mono">${result.firstBrokenEventId}</span>)` : null}. It or the record before it was edited, removed or reordered outside the vault.</p>
+    ${onShow ? html`<button type="button" onClick=${() => onShow(result.firstBrokenSequence)}>Show record #${result.firstBrokenSequence}</button>` : null}
+  </div>`;
+}

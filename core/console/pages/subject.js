@@ -1,0 +1,190 @@
+import { html, useState } from '../lib.js';
+import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
+import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, useLoad, when } from '../ui.js';
+import { activityColumns, useApplicationNames } from './activity.js';
+
+async function allPoints(subjectId) {
+  const all = [];
+  for (let page = 0; ; page++) {
+    const batch = await search({ entityId: subjectId }, page, 1000);
+    all.push(...batch);
+    if (batch.length < 1000) return all;
+  }
+}
+
+/** A value for a table cell: text as is, structures as compact JSON. */
+function showValue(value) {
+  if (value === undefined) return html`<span class="muted">—</span>`;
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    return html`<dl class="value">${Object.entries(value).map(([k, v]) => html`<div><dt>${k}</dt><dd>${typeof v === 'string' ? v : JSON.stringify(v)}</dd></div>`)}</dl>`;
+  }
+  return html`<span class="value">${typeof value === 'string' ? value : JSON.stringify(value)}</span>`;
+}
+
+export function Subject({ id, admin }) {
+  const subject = useLoad(() => get(`/datasubjects/${seg(id)}`), [id]);
+  const points = useLoad(() => allPoints(id), [id]);
+  const activity = useLoad(() => get('/activity', { subjectId: id, count: 100 }), [id]);
+  const appNames = useApplicationNames(admin);
+  // Decrypted values live in this component's memory only and go when it unmounts.
+  const [values, setValues] = useState();
+  const [keyFile, setKeyFile] = useState();
+  const [error, setError] = useState();
+  const [notice, setNotice] = useState();
+  const [busy, setBusy] = useState(false);
+  const [purgeText, setPurgeText] = useState('');
+  const [purged, setPurged] = useState(false);
+
+  const act = async (what, fn) => {
+    setError(undefined);
+    setNotice(undefined);
+    setBusy(true);
+    try {
+      await fn();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const reveal = () =>
+    act('reveal', async () => {
+      const header = await keyFileToHeader(keyFile);
+      const read = await api('GET', `/datasubjects/${seg(id)}/attributes`, { headers: { 'x-decryption-key': header } });
+      setValues(new Map(read.data.map((p) => [p.dataPointId, p.value])));
+      setNotice(`Revealed ${read.data.length} value${read.data.length === 1 ? '' : 's'}. They are kept on this page only.`);
+    });
+
+  const hide = () => {
+    setValues(undefined);
+    setNotice('Values hidden.');
+  };
+
+  const exportJson = () =>
+    act('export', async () => {
+      let history;
+      try {
+        history = await getAll('/activity', { subjectId: id });
+      } catch (err) {
+        if (err.status !== 403) throw err;
+        history = null; // not an admin's key: the export says so rather than failing
+      }
+      const report = {
+        exportedAt: new Date().toISOString(),
+        subject: subject.data,
+        valuesIncluded: Boolean(values),
+        dataPoints: (points.data ?? []).map((p) => (values?.has(p.dataPointId) ? { ...p, value: values.get(p.dataPointId) } : p)),
+        activity: history,
+      };
+      download(`subject-${id}.json`, 'application/json', JSON.stringify(report, null, 2));
+      setNotice(`Exported ${report.dataPoints.length} data points${values ? ' with their values' : ' (metadata only: reveal values first to include them)'}.`);
+    });
+
+  const setHold = (legalHold) =>
+    act('hold', async () => {
+      await post('/datasubjects', { id, legalHold });
+      subject.reload();
+      setNotice(legalHold ? 'Legal hold set: its data can no longer be deleted or overwritten.' : 'Legal hold lifted.');
+    });
+
+  const deleteAttribute = (attribute) =>
+    act('delete', async () => {
+      const r = await api('DELETE', `/datasubjects/${seg(id)}/attributes/${seg(attribute)}`);
+      points.reload();
+      setNotice(`${attribute}: ${r?.data ?? 'deleted'}`);
+    });
+
+  const purge = () =>
+    act('purge', async () => {
+      await api('DELETE', `/datasubjects/${seg(id)}/data`);
+      setValues(undefined);
+      setPurged(true);
+      setNotice(`Subject ${id} purged: its data and its keys are gone; its activity history stays.`);
+    });
+
+  if (purged) {
+    return html`<section><${PageTitle}>Subject ${id}</${PageTitle}><${Notice}>${notice}</${Notice}><p><a href="#/subjects">Back to data subjects</a></p></section>`;
+  }
+
+  const roots = (points.data ?? []).filter((p) => !p.structureRootId);
+  const held = subject.data?.legalHold;
+  const columns = [
+    { label: 'Attribute', key: 'attribute' },
+    { label: 'Sensitivity', key: 'sensitivity' },
+    { label: 'Tags', key: 'tags' },
+    { label: 'Regulations', key: 'regulations' },
+    { label: 'Created', render: (p) => when(p.createdDate) },
+    { label: 'Modified', render: (p) => when(p.modifiedDate) },
+    { label: 'Report-only', key: 'reportOnly' },
+    ...(values ? [{ label: 'Value', render: (p) => showValue(values.get(p.dataPointId)) }] : []),
+  ];
+  const attributes = [...new Set(roots.map((p) => p.attribute))];
+
+  return html`<section>
+    <${PageTitle} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
+    <${ErrorBox} error=${subject.error} />
+    ${subject.data
+      ? html`<dl class="card facts">
+          <div><dt>Type</dt><dd>${subject.data.type}</dd></div>
+          <div><dt>Tags</dt><dd>${fmt(subject.data.tags)}</dd></div>
+          <div><dt>Legal hold</dt><dd>${held ? html`<span class="badge hold">on hold</span>` : 'no'}</dd></div>
+          <div><dt>Created</dt><dd>${when(subject.data.created)}</dd></div>
+        </dl>`
+      : null}
+    <${ErrorBox} error=${error} admin=${!admin} />
+    <${Notice}>${notice}</${Notice}>
+
+    <section class="card" aria-labelledby="points">
+      <h2 id="points">Data points</h2>
+      <div class="toolbar">
+        <div class="field inline">
+          <label for="key-file">Private key file</label>
+          <input id="key-file" type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])} />
+        </div>
+        <button type="button" class="primary" disabled=${!keyFile || busy} onClick=${reveal}>Reveal values</button>
+        ${values ? html`<button type="button" onClick=${hide}>Hide values</button>` : null}
+        <span class="spacer"></span>
+        <button type="button" onClick=${exportJson} disabled=${busy || !points.data}>Export JSON</button>
+      </div>
+      <p class="muted small">The key file is read in this browser and sent with the reveal request only; it is never stored.</p>
+      <${ErrorBox} error=${points.error} />
+      ${points.loading && !points.data ? html`<${Loading} />` : null}
+      ${points.data ? html`<${Table} caption="Data points of the subject" columns=${columns} rows=${roots} empty="No data points you may see." />` : null}
+    </section>
+
+    <section class="card" aria-labelledby="manage">
+      <h2 id="manage">Legal hold and erasure</h2>
+      <div class="toolbar">
+        ${held
+          ? html`<button type="button" disabled=${busy} onClick=${() => setHold(false)}>Lift legal hold</button>`
+          : html`<button type="button" disabled=${busy} onClick=${() => setHold(true)}>Set legal hold</button>`}
+      </div>
+      ${attributes.length
+        ? html`<h3>Delete one attribute</h3>
+            <ul class="plain">
+              ${attributes.map((a) => html`<li><span class="mono">${a}</span> <${ConfirmButton} label=${`Delete ${a}`} confirm=${`Delete every ${a} value`} onConfirm=${() => deleteAttribute(a)} /></li>`)}
+            </ul>`
+        : null}
+      <h3>Purge the subject</h3>
+      <p>Deletes every data point, destroys the subject's keys and removes the subject. Its activity history stays. This cannot be undone.</p>
+      <form class="purge" onSubmit=${(e) => (e.preventDefault(), purgeText === id && purge())}>
+        <div class="field">
+          <label for="purge-confirm">Type the subject id <span class="mono">${id}</span> to confirm</label>
+          <input id="purge-confirm" type="text" autocomplete="off" value=${purgeText} onInput=${(e) => setPurgeText(e.currentTarget.value)} />
+        </div>
+        <button type="submit" class="danger" disabled=${purgeText !== id || busy}>Purge subject</button>
+      </form>
+    </section>
+
+    <section class="card" aria-labelledby="subject-activity">
+      <h2 id="subject-activity">Activity</h2>
+      ${activity.error
+        ? html`<${ErrorBox} error=${activity.error} admin=${!admin} />`
+        : activity.data
+          ? html`<${Table} caption="Activity of the subject" columns=${activityColumns(appNames)} rows=${activity.data} empty="No activity recorded." />
+              <p><a href=${`#/activity/${seg(id)}`}>This subject in the activity log (filters, CSV export) →</a></p>`
+          : html`<${Loading} />`}
+    </section>
+  </section>`;
+}

@@ -1,0 +1,105 @@
+import { html, useState } from '../lib.js';
+import { api, get, search, seg } from '../api.js';
+import { ErrorBox, Loading, Notice, PageTitle, Pager, Table, TextInput, useLoad, when } from '../ui.js';
+export { Subject } from './subject.js';
+
+const COUNT = 25;
+
+/** Leaf paths of a schema (`CONTACT.email`), which is what blind indexes are kept for. */
+function indexedPaths(definitions) {
+  const out = [];
+  const walk = (prefix, schema) => {
+    if (schema && typeof schema === 'object') {
+      for (const [k, v] of Object.entries(schema)) walk(`${prefix}.${k.replace(/^\[(.*)\]$/, '$1')}`, v);
+    } else out.push(prefix);
+  };
+  for (const d of definitions) if (d.indexed) walk(d.key, d.schema);
+  return out;
+}
+
+export function Subjects() {
+  const [subjectId, setSubjectId] = useState('');
+  const [attribute, setAttribute] = useState('');
+  const [value, setValue] = useState('');
+  const [found, setFound] = useState();
+  const [error, setError] = useState();
+  const [page, setPage] = useState(0);
+  const list = useLoad(() => get('/datasubjects', { page, count: COUNT }), [page]);
+  const definitions = useLoad(() => get('/attributes'));
+  const paths = indexedPaths(definitions.data ?? []);
+
+  const open = async (e) => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      const subject = await get(`/datasubjects/${seg(subjectId.trim())}`);
+      location.hash = `#/subjects/${seg(subject.id)}`;
+    } catch (err) {
+      setError(err);
+    }
+  };
+  // The value goes in the request body, never in the address.
+  const byValue = async (e) => {
+    e.preventDefault();
+    setError(undefined);
+    setFound(undefined);
+    try {
+      const points = await search({ values: [{ attribute: attribute.trim(), value }] }, 0, 1000);
+      const subjects = new Map();
+      for (const p of points) subjects.set(p.subjectId, [...(subjects.get(p.subjectId) ?? []), p.attribute]);
+      setFound([...subjects].map(([id, attributes]) => ({ id, attributes: [...new Set(attributes)] })));
+    } catch (err) {
+      setError(err);
+    }
+  };
+
+  return html`<section>
+    <${PageTitle} sub="Find a data subject to answer an access request, honour an erasure or set a legal hold.">Data subjects</${PageTitle}>
+    <div class="grid2">
+      <form class="card" onSubmit=${open} aria-labelledby="by-id">
+        <h2 id="by-id">Find by id</h2>
+        <${TextInput} id="s-id" label="Subject id" value=${subjectId} onInput=${setSubjectId} required />
+        <button type="submit" class="primary" disabled=${!subjectId.trim()}>Open subject</button>
+      </form>
+      <form class="card" onSubmit=${byValue} aria-labelledby="by-value">
+        <h2 id="by-value">Find by value</h2>
+        <${TextInput} id="s-attr" label="Attribute" value=${attribute} onInput=${setAttribute} list="indexed-paths" required hint="An indexed attribute, or a leaf of one such as CONTACT.email" />
+        <datalist id="indexed-paths">${paths.map((p) => html`<option value=${p} />`)}</datalist>
+        <${TextInput} id="s-value" label="Value" value=${value} onInput=${setValue} required autocomplete="off" hint="Matched through the blind index: the vault decrypts nothing" />
+        <button type="submit" class="primary" disabled=${!attribute.trim() || value === ''}>Search</button>
+      </form>
+    </div>
+    <${ErrorBox} error=${error} />
+    ${found
+      ? html`<section class="card" aria-labelledby="found"><h2 id="found">Matching subjects</h2>
+          <${Table}
+            caption="Subjects matching the value"
+            columns=${[
+              { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`}>${s.id}</a>` },
+              { label: 'Matched on', render: (s) => s.attributes.join(', ') },
+            ]}
+            rows=${found}
+            empty="No subject holds that value (or you may not see the attribute)."
+          /></section>`
+      : null}
+    <section class="card" aria-labelledby="all-subjects">
+      <h2 id="all-subjects">All data subjects</h2>
+      <${ErrorBox} error=${list.error} />
+      ${list.loading && !list.data ? html`<${Loading} />` : null}
+      ${list.data
+        ? html`<${Table}
+              caption="Data subjects"
+              columns=${[
+                { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`}>${s.id}</a>` },
+                { label: 'Tags', key: 'tags' },
+                { label: 'Legal hold', render: (s) => (s.legalHold ? html`<span class="badge hold">on hold</span>` : 'no') },
+                { label: 'Created', render: (s) => when(s.created) },
+              ]}
+              rows=${list.data}
+              empty="No data subjects yet."
+            />
+            <${Pager} page=${page} more=${list.data.length === COUNT} onPage=${setPage} label="Subject pages" />`
+        : null}
+    </section>
+  </section>`;
+}

@@ -1,0 +1,151 @@
+// Shared pieces of every page: loading and error states, tables, pagers, forms, downloads.
+import { html, useEffect, useRef, useState } from './lib.js';
+import { ApiError } from './api.js';
+
+/** Runs `load` whenever `deps` change; returns {data, error, loading, reload}. */
+export function useLoad(load, deps = []) {
+  const [state, setState] = useState({ loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    Promise.resolve()
+      .then(load)
+      .then(
+        (data) => live && setState({ data, loading: false }),
+        (error) => live && setState({ error, loading: false }),
+      );
+    return () => (live = false);
+  }, [...deps, tick]);
+  return { ...state, reload: () => setTick((t) => t + 1) };
+}
+
+/** An API error as the vault worded it; a 403 on an admin page says what is missing. */
+export function ErrorBox({ error, admin }) {
+  if (!error) return null;
+  const status = error instanceof ApiError ? error.status : 0;
+  const hint = status === 403 && admin ? html`<p>This needs an administrator's API key; yours may not see it.</p>` : null;
+  return html`<div class="error" role="alert">
+    <strong>${status ? `${status} ` : ''}${error.message}</strong>${hint}
+  </div>`;
+}
+
+export function Notice({ children, kind = 'ok' }) {
+  if (!children) return null;
+  return html`<div class=${`notice ${kind}`} role="status">${children}</div>`;
+}
+
+export function Loading({ what = 'Loading' }) {
+  return html`<p class="muted" aria-busy="true">${what}…</p>`;
+}
+
+/** Page heading that takes focus on arrival, so keyboard and screen-reader users land on it. */
+export function PageTitle({ children, sub }) {
+  const ref = useRef();
+  useEffect(() => ref.current?.focus(), []);
+  return html`<header class="page-title"><h1 tabindex="-1" ref=${ref}>${children}</h1>${sub ? html`<p class="muted">${sub}</p>` : null}</header>`;
+}
+
+export function Field({ label, id, hint, children }) {
+  return html`<div class="field">
+    <label for=${id}>${label}</label>
+    ${children}
+    ${hint ? html`<small class="muted" id=${`${id}-hint`}>${hint}</small>` : null}
+  </div>`;
+}
+
+export function TextInput({ id, label, value, onInput, hint, type = 'text', ...rest }) {
+  return html`<${Field} label=${label} id=${id} hint=${hint}>
+    <input id=${id} type=${type} value=${value ?? ''} onInput=${(e) => onInput(e.currentTarget.value)} aria-describedby=${hint ? `${id}-hint` : undefined} ...${rest} />
+  </${Field}>`;
+}
+
+export function Select({ id, label, value, onChange, options, hint }) {
+  return html`<${Field} label=${label} id=${id} hint=${hint}>
+    <select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
+      ${options.map((o) => (typeof o === 'string' ? html`<option value=${o}>${o || '(any)'}</option>` : html`<option value=${o.value}>${o.label}</option>`))}
+    </select>
+  </${Field}>`;
+}
+
+export function Check({ id, label, checked, onChange }) {
+  return html`<div class="check"><input id=${id} type="checkbox" checked=${checked} onChange=${(e) => onChange(e.currentTarget.checked)} /><label for=${id}>${label}</label></div>`;
+}
+
+/** Previous/next over 0-based pages; `more` says whether a full page came back. */
+export function Pager({ page, more, onPage, label = 'Pages' }) {
+  return html`<nav class="pager" aria-label=${label}>
+    <button type="button" disabled=${page === 0} onClick=${() => onPage(page - 1)}>← Previous</button>
+    <span>Page ${page + 1}</span>
+    <button type="button" disabled=${!more} onClick=${() => onPage(page + 1)}>Next →</button>
+  </nav>`;
+}
+
+export function Table({ caption, columns, rows, empty = 'Nothing to show.', rowClass }) {
+  if (!rows?.length) return html`<p class="muted empty">${empty}</p>`;
+  // Explicit roles: the narrow layout restyles the table as blocks, which would drop them.
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label=${caption}>
+    <table role="table">
+      <caption class="sr-only">${caption}</caption>
+      <thead role="rowgroup"><tr role="row">${columns.map((c) => html`<th scope="col" role="columnheader">${c.label}</th>`)}</tr></thead>
+      <tbody role="rowgroup">
+        ${rows.map(
+          (row, i) => html`<tr role="row" class=${rowClass?.(row) ?? ''} key=${row.id ?? row.key ?? i}>
+            ${columns.map((c) => html`<td role="cell" data-label=${c.label}>${c.render ? c.render(row) : fmt(row[c.key])}</td>`)}
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+export function fmt(value) {
+  if (value === undefined || value === null || value === '') return html`<span class="muted">—</span>`;
+  if (Array.isArray(value)) return value.length ? value.join(', ') : html`<span class="muted">—</span>`;
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+export function when(iso) {
+  if (!iso) return html`<span class="muted">—</span>`;
+  const d = new Date(iso);
+  return html`<time datetime=${iso} title=${iso}>${isNaN(d) ? iso : d.toISOString().replace('T', ' ').slice(0, 19)}</time>`;
+}
+
+export function Level({ level }) {
+  return html`<span class=${`badge level-${String(level).toLowerCase()}`}>${level}</span>`;
+}
+
+/** A two-step button: the first press asks, the second does it. No modal dialogs. */
+export function ConfirmButton({ label, ariaLabel, confirm = 'Confirm', onConfirm, danger = true, disabled }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) return html`<button type="button" class=${danger ? 'danger' : ''} aria-label=${ariaLabel} disabled=${disabled} onClick=${() => setAsking(true)}>${label}</button>`;
+  return html`<span class="confirm">
+    <button type="button" class="danger" onClick=${() => (setAsking(false), onConfirm())}>${confirm}</button>
+    <button type="button" onClick=${() => setAsking(false)}>Cancel</button>
+  </span>`;
+}
+
+/** A file built in the browser and handed to the user; nothing is sent anywhere. */
+export function download(name, type, content) {
+  const url = URL.createObjectURL(new Blob([content], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** `<input type=datetime-local>` (taken as UTC) to ISO 8601. */
+export function localToIso(value) {
+  return value ? `${value.length === 16 ? `${value}:00` : value}Z` : undefined;
+}
+
+export const splitList = (text) =>
+  String(text ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);

@@ -1,0 +1,90 @@
+/**
+ * Writing activity records inside the operation's transaction: chained at once on SQLite,
+ * whose single writer already orders transactions; unchained into `activity_pending` for the
+ * sealer on PostgreSQL, so that no request waits for another's transaction.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { nowIso } from '../util/time.js';
+import type { ActivityLog, ActivityRecord } from './log.js';
+import { insertRows } from '../db/insert-rows.js';
+import { toRecordRow } from './records.js';
+import type { ActivitySealer } from './sealer.js';
+
+export interface AppenderHooks {
+  /** Seconds a read's records waited in the group-commit queue before being written. */
+  observeQueueWait?: (seconds: number) => void;
+}
+
+interface Queued {
+  records: ActivityRecord[];
+  queuedAt: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class PendingActivityLog implements ActivityLog {
+  private queue: Queued[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly sealer: ActivitySealer,
+    private readonly hooks: AppenderHooks = {},
+  ) {}
+
+  async append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    // Outside a transaction the record could commit without the operation it describes.
+    if (!trx.isTransaction) throw new Error('activity records must be appended inside a transaction');
+    const recordedDate = nowIso();
+    const rows = records.map((r) => toRecordRow(r, recordedDate));
+    const named = rows.filter((_, i) => records[i].eventId !== undefined).map((r) => ({ recorded_by: r.recorded_by, event_id: r.event_id, summary: r.summary }));
+    await insertRows(trx, this.sealer.dialect, 'activity_event_ids', named);
+    if (await this.sealer.mayChainOnAppend(trx)) {
+      await this.sealer.chain(trx, rows);
+      return;
+    }
+    await insertRows(trx, this.sealer.dialect, 'activity_pending', rows);
+    this.sealer.notify();
+  }
+
+  record(records: ActivityRecord[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ records, queuedAt: performance.now(), resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        // After this turn's I/O: every request that arrived with this one joins its commit.
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  /**
+   * One transaction per round for every read queued since the last one: under load a round
+   * carries hundreds of records for the price of one commit.
+   */
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        let batch: Queued[] = [];
+        try {
+          await this.db.transaction().execute(async (trx) => {
+            // Taken once the connection is ours, so everything queued while waiting for it rides along.
+            batch = this.queue;
+            this.queue = [];
+            const started = performance.now();
+            if (this.hooks.observeQueueWait) for (const q of batch) this.hooks.observeQueueWait((started - q.queuedAt) / 1000);
+            await this.append(trx, batch.flatMap((q) => q.records));
+          });
+          for (const q of batch) q.resolve();
+        } catch (err) {
+          for (const q of batch) q.reject(err);
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+}

@@ -1,0 +1,39 @@
+/** How an activity record becomes a row, the same for the pending table and the chain. */
+import { randomUUID } from 'node:crypto';
+import type { ActivityRecord } from './log.js';
+import type { ActivityLogTable } from './tables.js';
+
+export type RecordRow = Omit<ActivityLogTable, 'sequence' | 'hash'>;
+
+/**
+ * Both databases replace what UTF-8 cannot hold (unpaired surrogates) and PostgreSQL refuses
+ * NUL; doing it here first means the hash covers exactly what is stored.
+ */
+function storable(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  return value.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+export function toRecordRow(r: ActivityRecord, recordedDate: string): RecordRow {
+  return {
+    event_id: storable(r.eventId) ?? randomUUID(),
+    recorded_by: storable(r.recordedBy ?? r.applicationId)!,
+    event_type: r.eventType,
+    subject_id: storable(r.subjectId),
+    data_point_id: storable(r.dataPointId),
+    attribute: storable(r.attribute),
+    application_id: storable(r.applicationId)!,
+    application_user: storable(r.applicationUser),
+    data_store_name: storable(r.dataStoreName),
+    data_store_server: storable(r.dataStoreServer),
+    data_store_entity_name: storable(r.dataStoreEntityName),
+    country: storable(r.location?.country),
+    subdivision: storable(r.location?.subdivision),
+    city: storable(r.location?.city),
+    report_only: r.reportOnly ? 1 : 0,
+    event_time: r.timestamp,
+    recorded_date: recordedDate,
+    summary: r.summary === undefined ? null : JSON.stringify(r.summary),
+  };
+}
+

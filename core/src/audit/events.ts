@@ -1,0 +1,158 @@
+/**
+ * Audit events as sent and as the batch reads them: the field checks that need no database,
+ * in the order the interface's messages suggest.
+ */
+import { isSensitivity, SENSITIVITY_MESSAGE } from '../datapoints/model.js';
+import type { ValueErrorStatuses } from '../definitions/schema.js';
+import { badRequest } from '../errors.js';
+import type { EventOrigin } from '../activity/log.js';
+import type { EventType, Location } from '../rules/engine.js';
+import { parseIsoDate } from '../util/time.js';
+
+export const EVENT_TYPES: readonly EventType[] = ['READ', 'STORE', 'UPDATE', 'DELETE'];
+export const MAX_BULK_EVENTS = 50_000;
+const FUTURE_TOLERANCE_MS = 24 * 60 * 60 * 1000;
+
+export const BLOCKED = 'The provided data could not be stored, as a rule disallows it';
+
+export type AuditMode = 'single' | 'bulk';
+
+/** The interface's statuses for value errors differ between the two endpoints. */
+export const VALUE_STATUSES: Record<AuditMode, ValueErrorStatuses> = {
+  single: { mismatch: 422, unknownSubAttribute: 422 },
+  bulk: { mismatch: 400, unknownSubAttribute: 400 },
+};
+
+export interface AuditEventInput {
+  eventType?: unknown;
+  eventId?: string | null;
+  dataPointId?: string | null;
+  subjectId?: string | null;
+  data?: {
+    attribute?: string | null;
+    value?: unknown;
+    dataPointId?: string | null;
+    regulations?: string[] | null;
+    tags?: string[] | null;
+    sensitivity?: string | null;
+    reportOnly?: boolean | null;
+    accessibility?: string | null;
+  } | null;
+  timestamp?: string | number | null;
+  applicationId?: string | null;
+  applicationUser?: string | null;
+  dataStoreName?: string | null;
+  dataStoreServer?: string | null;
+  dataStoreEntityName?: string | null;
+  location?: { country?: string | null; subdivision?: string | null; city?: string | null } | null;
+}
+
+export interface SubPointSummary {
+  attribute: string;
+  dataPointId: string;
+}
+
+/** The answer per event, returned without the `data` wrapper. */
+export interface ActivitySummary {
+  eventType: EventType;
+  dataPointId: string;
+  subjectId: string;
+  attribute: string;
+  subPoints?: SubPointSummary[];
+}
+
+export interface ParsedEvent extends EventOrigin {
+  eventType: EventType;
+  eventId?: string;
+  dataPointId?: string;
+  subjectId?: string;
+  attribute?: string;
+  /** Undefined when the event carries none. */
+  value?: unknown;
+  tags: string[];
+  regulations: string[];
+  /**
+   * As sent; checked only when the event registers a point (a STORE, or the first event
+   * about a point the vault has not seen), since nothing else uses it.
+   */
+  sensitivity?: string;
+  timestamp: string;
+}
+
+export function optionalText(value: string | null | undefined): string | undefined {
+  return value === null || value === undefined || value === '' ? undefined : value;
+}
+
+function parseTimestamp(input: string | number | null | undefined, now: number): string {
+  if (input === null || input === undefined || input === '') return new Date(now).toISOString();
+  let iso: string | undefined;
+  if (typeof input === 'number') {
+    // Epoch milliseconds, as JSON serialisers of date objects often send them.
+    const date = Number.isSafeInteger(input) ? new Date(input) : undefined;
+    iso = date && !Number.isNaN(date.getTime()) ? date.toISOString() : undefined;
+  } else {
+    iso = parseIsoDate(input);
+  }
+  if (iso === undefined || !/^\d{4}-/.test(iso)) throw badRequest('Timestamp must be an ISO 8601 date-time');
+  if (Date.parse(iso) > now + FUTURE_TOLERANCE_MS) throw badRequest('Timestamp out of range');
+  return iso;
+}
+
+/** The sensitivity a registered point gets: the event's (case-insensitive), else NORMAL. */
+export function checkSensitivity(given: string | undefined): string {
+  if (given === undefined) return 'NORMAL';
+  const sensitivity = given.toUpperCase();
+  if (!isSensitivity(sensitivity)) throw badRequest(SENSITIVITY_MESSAGE);
+  return sensitivity;
+}
+
+export function parseEvent(input: AuditEventInput, now: number): ParsedEvent {
+  const rawType = input.eventType;
+  if (rawType === undefined || rawType === null || rawType === '') throw badRequest('Event type is required');
+  if (typeof rawType !== 'string' || !(EVENT_TYPES as readonly string[]).includes(rawType)) throw badRequest('Unrecognized event type');
+  const eventType = rawType as EventType;
+  const data = input.data ?? undefined;
+  const dataPointId = optionalText(input.dataPointId) ?? (eventType === 'STORE' ? optionalText(data?.dataPointId) : undefined);
+  if (eventType !== 'STORE' && dataPointId === undefined) throw badRequest('Data point ID is required for events other than creation');
+  const timestamp = parseTimestamp(input.timestamp, now);
+  const applicationId = optionalText(input.applicationId);
+  if (applicationId === undefined) throw badRequest('Application ID is required');
+  const subjectId = optionalText(input.subjectId);
+  const attribute = optionalText(data?.attribute);
+  const sensitivity = optionalText(data?.sensitivity);
+  if (eventType === 'STORE') {
+    if (subjectId === undefined) throw badRequest('Data subject ID is required for creation');
+    if (attribute === undefined) throw badRequest('Attribute is required for creation');
+    checkSensitivity(sensitivity);
+  }
+  const location: Location = {};
+  const country = optionalText(input.location?.country);
+  const subdivision = optionalText(input.location?.subdivision);
+  const city = optionalText(input.location?.city);
+  if (country !== undefined) location.country = country.toUpperCase();
+  if (subdivision !== undefined) location.subdivision = subdivision.toUpperCase();
+  if (city !== undefined) location.city = city;
+  return {
+    eventType,
+    eventId: optionalText(input.eventId),
+    dataPointId,
+    subjectId,
+    attribute,
+    value: data?.value === null ? undefined : data?.value,
+    tags: [...new Set(data?.tags ?? [])].filter((t) => t !== ''),
+    regulations: [...new Set(data?.regulations ?? [])].filter((r) => r !== ''),
+    sensitivity,
+    timestamp,
+    applicationId,
+    applicationUser: optionalText(input.applicationUser),
+    dataStoreName: optionalText(input.dataStoreName),
+    dataStoreServer: optionalText(input.dataStoreServer),
+    dataStoreEntityName: optionalText(input.dataStoreEntityName),
+    location: Object.keys(location).length > 0 ? location : undefined,
+  };
+}
+
+/** Whether a READ, UPDATE or DELETE names enough to register a point the vault has not seen. */
+export function canRegister(e: ParsedEvent): boolean {
+  return e.eventType !== 'STORE' && e.subjectId !== undefined && e.attribute !== undefined;
+}

@@ -1,0 +1,173 @@
+/**
+ * Reading values back: the caller proves it holds the private key, each data key it needs is
+ * unwrapped once (then served from memory), and every point read gets a READ record that is
+ * committed before the answer leaves.
+ */
+import { sql } from 'kysely';
+import { canAccessAttribute, type Caller } from '../access/caller.js';
+import { EnvelopeError, openValue } from '../crypto/envelope.js';
+import type { DecryptionCredential } from '../crypto/keys.js';
+import { DATASUBJECT } from '../entitytypes/service.js';
+import { badRequest, forbidden, notFound, VaultError } from '../errors.js';
+import { compiledQuery } from '../db/compiled.js';
+import { PROHIBITED_MESSAGE } from '../rules/evaluator.js';
+import { nowIso } from '../util/time.js';
+import { labelColumns, labelsOf, POINT_COLUMNS, toDataPoint, type DataPoint, type LabelledRow, type PointRow } from './model.js';
+import { MESSAGES, type DataPlaneDeps, type PathForm } from './plane.js';
+
+export interface ReadInput {
+  entityId: string;
+  /** The X-Decryption-Key header, as received. */
+  decryptionKey: unknown;
+  form: PathForm;
+}
+
+type ReadRow = PointRow & LabelledRow & { ciphertext: Buffer | null };
+
+/** Whether a rule prohibits `operation` on the row's entity, as a column of the same statement. */
+const prohibitedColumn = (table: 'datapoints' | 'entities', column: 'entity_id' | 'id', operation: string) =>
+  sql<unknown>`exists (select 1 from entity_prohibitions p where p.entity_id = ${sql.ref(`${table}.${column}`)} and p.operation = ${operation})`.as('prohibited');
+
+const pointById = compiledQuery<[string], ReadRow & { prohibited: unknown }>(1, (db, id) =>
+  db
+    .selectFrom('datapoints')
+    .select(POINT_COLUMNS)
+    .select('ciphertext')
+    .select(labelColumns(db))
+    .select(prohibitedColumn('datapoints', 'entity_id', 'READ'))
+    .where('id', '=', id),
+);
+const entityById = compiledQuery<[string], { id: string; type: string; prohibited: unknown }>(1, (db, id) =>
+  db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities', 'id', 'READ')).where('id', '=', id),
+);
+
+export class DataPointReader {
+  constructor(private readonly deps: DataPlaneDeps) {}
+
+  /** `GET .../{entityId}/attributes/{attributeKey}`: every value of one attribute. */
+  async readAttribute(caller: Caller, input: ReadInput & { attributeKey: string }): Promise<DataPoint[]> {
+    const credential = await this.deps.keyring.requireDecryptionKey(input.decryptionKey);
+    if (!canAccessAttribute(caller, input.attributeKey)) throw forbidden();
+    await this.readableEntity(input.entityId, input.form);
+    const rows = await this.deps.reader
+      .selectFrom('datapoints')
+      .select(POINT_COLUMNS)
+      .select('ciphertext')
+      .select(labelColumns(this.deps.reader))
+      .where('entity_id', '=', input.entityId)
+      .where('attribute', '=', input.attributeKey)
+      .where('report_only', '=', 0)
+      .orderBy('created_date')
+      .orderBy('id')
+      .execute();
+    return this.answer(caller, rows, credential);
+  }
+
+  /**
+   * `GET .../{entityId}/attributes[?attributes=A,B]`: the listed attributes (each must be
+   * accessible), or every root value the application may access.
+   */
+  async readAttributes(caller: Caller, input: ReadInput & { attributes?: string[] }): Promise<DataPoint[]> {
+    const credential = await this.deps.keyring.requireDecryptionKey(input.decryptionKey);
+    const requested = input.attributes
+      ?.flatMap((a) => a.split(','))
+      .map((a) => a.trim())
+      .filter((a) => a.length > 0);
+    const listed = requested !== undefined && requested.length > 0;
+    if (listed && requested.some((a) => !canAccessAttribute(caller, a))) throw forbidden();
+    await this.readableEntity(input.entityId, input.form);
+    let query = this.deps.reader
+      .selectFrom('datapoints')
+      .select(POINT_COLUMNS)
+      .select('ciphertext')
+      .select(labelColumns(this.deps.reader))
+      .where('entity_id', '=', input.entityId)
+      .where('report_only', '=', 0);
+    if (listed) {
+      query = query.where('attribute', 'in', [...new Set(requested)]);
+    } else {
+      query = query.where('structure_root_id', 'is', null);
+      if (caller.attributes !== '*') {
+        if (caller.attributes.size === 0) throw notFound(MESSAGES.dataNotFound);
+        query = query.where('definition_key', 'in', [...caller.attributes]);
+      }
+    }
+    const rows = await query.orderBy('created_date').orderBy('id').execute();
+    return this.answer(caller, rows, credential);
+  }
+
+  /**
+   * `GET /data/{dataPointId}`. A point of an attribute the caller may not access is answered
+   * exactly like an id that does not exist, so ids cannot be probed. A report-only point has
+   * no value to return.
+   */
+  async readPoint(caller: Caller, dataPointId: string, decryptionKey: unknown): Promise<DataPoint> {
+    const credential = await this.deps.keyring.requireDecryptionKey(decryptionKey);
+    const [row] = await pointById(this.deps.reader, dataPointId);
+    if (!row || !canAccessAttribute(caller, row.attribute)) throw notFound(MESSAGES.dataNotFound);
+    if (truthy(row.prohibited)) throw forbidden(PROHIBITED_MESSAGE);
+    const [point] = await this.answer(caller, [row], credential);
+    return point;
+  }
+
+  private async readableEntity(entityId: string, form: PathForm): Promise<void> {
+    const [entity] = await entityById(this.deps.reader, entityId);
+    if (!entity) throw notFound(MESSAGES.dataNotFound);
+    if (form === 'datasubjects' && entity.type !== DATASUBJECT) throw badRequest(MESSAGES.notDataSubject);
+    if (truthy(entity.prohibited)) throw forbidden(PROHIBITED_MESSAGE);
+  }
+
+  /** Opens the rows, records the reads, and answers them (404 when nothing is left to answer). */
+  private async answer(caller: Caller, rows: ReadRow[], credential: DecryptionCredential): Promise<DataPoint[]> {
+    const points = await this.decrypt(rows, credential);
+    if (points.length === 0) throw notFound(MESSAGES.dataNotFound);
+    const now = nowIso();
+    await this.deps.activity().record(
+      points.map((p) => ({
+        eventType: 'READ' as const,
+        subjectId: p.entityId,
+        dataPointId: p.dataPointId,
+        attribute: p.attribute,
+        applicationId: caller.applicationId,
+        reportOnly: p.reportOnly,
+        timestamp: now,
+      })),
+    );
+    return points;
+  }
+
+  /**
+   * Opens the rows' values: one RSA decryption per data key not yet in memory, none for the
+   * rest. Rows whose data key is gone (purged meanwhile) are left out.
+   */
+  private async decrypt(rows: ReadRow[], credential: DecryptionCredential): Promise<DataPoint[]> {
+    if (rows.length === 0) return [];
+    const keyIds = rows.filter((r) => r.ciphertext && r.subject_key_id).map((r) => r.subject_key_id!);
+    const keys = await this.deps.dataKeys.forRead(this.deps.reader, keyIds, credential);
+    const labels = labelsOf(rows);
+    const out: DataPoint[] = [];
+    for (const row of rows) {
+      if (!row.ciphertext || !row.subject_key_id) {
+        out.push(toDataPoint(row, labels));
+        continue;
+      }
+      const key = keys.get(row.subject_key_id);
+      if (!key) continue;
+      let value: unknown;
+      try {
+        value = openValue(key, Buffer.from(row.ciphertext), row.id, row.attribute);
+      } catch (err) {
+        if (!(err instanceof EnvelopeError)) throw err;
+        this.deps.logger.error({ dataPointId: row.id }, 'a stored ciphertext failed authentication');
+        throw new VaultError(500, MESSAGES.integrity);
+      }
+      out.push(toDataPoint(row, labels, { value }));
+    }
+    return out;
+  }
+}
+
+/** SQLite answers 0/1, PostgreSQL a boolean. */
+function truthy(value: unknown): boolean {
+  return value === true || value === 1 || value === '1';
+}

@@ -1,0 +1,253 @@
+/**
+ * Storing attribute values: every value sealed (AES-256-GCM) under the subject's data key,
+ * indexed attributes blind-indexed per leaf, the rules run, and the points, their labels and
+ * the STORE/UPDATE records written in one transaction.
+ */
+import type { Kysely } from 'kysely';
+import { canAccessAttribute, type Caller } from '../access/caller.js';
+import { blindIndex } from '../blindindex/blindindex.js';
+import { sealValue } from '../crypto/envelope.js';
+import { insertRows } from '../db/insert-rows.js';
+import type { Database, DatapointsTable, Flag } from '../db/schema.js';
+import type { Definition } from '../definitions/repository.js';
+import { checkValue, isStructured, type Leaf } from '../definitions/schema.js';
+import { resolveForStore } from '../entities/service.js';
+import { DATASUBJECT } from '../entitytypes/service.js';
+import { badRequest, conflict, forbidden } from '../errors.js';
+import { locate } from '../geo/locate.js';
+import { runAfterCommit, type CandidatePoint, type RuleEffects, type RuleEntity } from '../rules/engine.js';
+import { ensureTags } from '../tags/repository.js';
+import { checkTagNames } from '../tags/service.js';
+import { nowIso } from '../util/time.js';
+import { newPointId } from './ids.js';
+import { isSensitivity, SENSITIVITY_MESSAGE, toDataPoint, type DataPoint } from './model.js';
+import { deleteStructures, lockEntity, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type EntityRow, type PathForm } from './plane.js';
+
+export interface AttributeInput {
+  attribute: string;
+  value?: unknown;
+  dataPointId?: string;
+  regulations?: string[];
+  tags?: string[];
+  sensitivity?: unknown;
+  reportOnly?: boolean;
+  accessibility?: string;
+}
+
+export interface StorageRequest {
+  data: AttributeInput[];
+  entityType?: string;
+  namespace?: string;
+  origin?: string;
+}
+
+export interface StoreInput {
+  entityId: string;
+  request: StorageRequest;
+  /** The X-Encryption-Key header, as received. */
+  encryptionKey: unknown;
+  /** The client's address (Fastify's request.ip, which honours trust-proxy). */
+  clientAddress?: string;
+  form: PathForm;
+}
+
+/** One attribute of the request, checked and about to be written. */
+interface Planned {
+  definition: Definition;
+  input: AttributeInput;
+  leaves: Leaf[];
+  /** Known before the rules run, so alerts name the point they are about. */
+  rootId: string;
+  candidate: CandidatePoint;
+  /** The root point it replaces (nonrepeatable overwrite): its id and creation date are kept. */
+  replaces?: { id: string; created_date: string };
+}
+
+export class DataPointStore {
+  constructor(private readonly deps: DataPlaneDeps) {}
+
+  async store(caller: Caller, input: StoreInput): Promise<DataPoint[]> {
+    const { keyring, dataKeys, rules, activity } = this.deps;
+    const requestedKey = await keyring.requirePublicKey(input.encryptionKey);
+    // New data keys are wrapped by the active key (the header only has to be a registered one).
+    const registered = await keyring.registered();
+    const wrapping = registered.find((k) => k.status === 'active') ?? requestedKey;
+    const items = input.request.data;
+    if (items.length === 0) return [];
+    for (const item of items) {
+      if (!canAccessAttribute(caller, item.attribute)) throw forbidden(MESSAGES.forbiddenStore);
+    }
+    for (const item of items) {
+      if (item.sensitivity !== undefined && !isSensitivity(item.sensitivity)) throw badRequest(SENSITIVITY_MESSAGE);
+      if (item.tags) checkTagNames(item.tags);
+      // Storing would keep the very value the client asked not to keep.
+      if (item.reportOnly === true) throw badRequest(MESSAGES.reportOnly);
+    }
+    // Before the transaction: everything that needs no lock is done while holding none.
+    const definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
+    for (const item of items) if (!definitions.has(item.attribute)) throw badRequest(MESSAGES.noSuchAttribute);
+    await requireRegulations(this.deps.db, items.flatMap((i) => i.regulations ?? []));
+    const seen = new Set<string>();
+    for (const item of items) {
+      const definition = definitions.get(item.attribute)!;
+      if (!definition.repeatable && seen.has(definition.key)) throw conflict(MESSAGES.multipleValues);
+      seen.add(definition.key);
+    }
+    const leaves = items.map((item) => checkValue(definitions.get(item.attribute)!.schema, item.value, item.attribute));
+    const location = locate(input.request.origin ?? input.clientAddress);
+    const requestedType = input.request.entityType ?? (input.form === 'datasubjects' ? DATASUBJECT : undefined);
+
+    const effects: RuleEffects[] = [];
+    const stored = await this.deps.db.transaction().execute(async (trx) => {
+      const entity = await this.resolveEntity(trx, input.entityId, requestedType);
+      for (const definition of definitions.values()) {
+        const types = definition.entityTypes.length > 0 ? definition.entityTypes : [DATASUBJECT];
+        if (!types.includes(entity.type)) throw badRequest(MESSAGES.notApplicable);
+      }
+      const entityTags = entity.tags;
+
+      const overwritten = await existingRoots(trx, entity.id, [...definitions.values()].filter((d) => !d.repeatable).map((d) => d.key));
+      if (overwritten.size > 0 && entity.legal_hold === 1) throw forbidden(MESSAGES.legalHoldOverwrite);
+      await rules().checkProhibited(trx, entity.id, 'STORE');
+      if (overwritten.size > 0) await rules().checkProhibited(trx, entity.id, 'UPDATE');
+
+      const planned: Planned[] = items.map((item, i) => {
+        const definition = definitions.get(item.attribute)!;
+        const previous = overwritten.get(definition.key)?.[0];
+        const rootId = previous?.id ?? newPointId();
+        return {
+          definition,
+          input: item,
+          leaves: leaves[i],
+          rootId,
+          replaces: previous,
+          candidate: {
+            attribute: definition.key,
+            value: item.value,
+            leaves: leaves[i],
+            tags: new Set([...definition.tags, ...entityTags, ...(item.tags ?? [])]),
+            regulations: new Set([...definition.regulations, ...(item.regulations ?? [])]),
+            sensitivity: (item.sensitivity as string | undefined) ?? 'NORMAL',
+            dataPointId: rootId,
+          },
+        };
+      });
+
+      const ruleEntity: RuleEntity = { id: entity.id, type: entity.type, tags: new Set(entityTags), legalHold: entity.legal_hold === 1 };
+      for (const eventType of ['STORE', 'UPDATE'] as const) {
+        const points = planned.filter((p) => (p.replaces ? 'UPDATE' : 'STORE') === eventType).map((p) => p.candidate);
+        if (points.length === 0) continue;
+        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, location, eventType, reportOnly: false }));
+      }
+
+      const now = nowIso();
+      const dataKey = await dataKeys.forStore(trx, entity.id, wrapping, now, registered);
+      await ensureTags(trx, planned.flatMap((p) => [...p.candidate.tags]));
+      const oldRoots = [...overwritten.values()].flat().map((r) => r.id);
+      if (oldRoots.length > 0) await deleteStructures(trx, oldRoots);
+
+      const rows: DatapointsTable[] = [];
+      const labels: Array<{ id: string; tags: Set<string>; regulations: Set<string> }> = [];
+      const roots: DatapointsTable[] = [];
+      for (const plan of planned) {
+        const { definition, candidate, rootId } = plan;
+        const base = {
+          entity_id: entity.id,
+          definition_key: definition.key,
+          report_only: 0 as Flag,
+          sensitivity: candidate.sensitivity,
+          subject_key_id: dataKey.id,
+          country: location?.country ?? null,
+          subdivision: location?.subdivision ?? null,
+          city: location?.city ?? null,
+          expires_at: candidate.expiresAt ?? null,
+          auto_delete: (candidate.autoDelete ? 1 : 0) as Flag,
+          modified_date: now,
+        };
+        const structured = isStructured(definition.schema);
+        const root: DatapointsTable = {
+          ...base,
+          id: rootId,
+          attribute: definition.key,
+          structure_root_id: null,
+          ciphertext: sealValue(dataKey.key, plan.input.value, rootId, definition.key),
+          blind_index: definition.indexed && !structured ? blindIndex(this.deps.indexKey, definition.key, plan.leaves[0].value) : null,
+          created_date: plan.replaces?.created_date ?? now,
+        };
+        rows.push(root);
+        roots.push(root);
+        labels.push({ id: rootId, tags: candidate.tags, regulations: candidate.regulations });
+        if (!structured) continue;
+        for (const leaf of plan.leaves) {
+          const id = newPointId();
+          rows.push({
+            ...base,
+            id,
+            attribute: leaf.attribute,
+            structure_root_id: rootId,
+            ciphertext: sealValue(dataKey.key, leaf.value, id, leaf.attribute),
+            blind_index: definition.indexed ? blindIndex(this.deps.indexKey, leaf.attribute, leaf.value) : null,
+            created_date: now,
+          });
+          labels.push({ id, tags: candidate.tags, regulations: candidate.regulations });
+        }
+      }
+      await insertRows(trx, this.deps.dialect, 'datapoints', rows);
+      await insertRows(trx, this.deps.dialect, 'datapoint_tags', labels.flatMap((l) => [...l.tags].map((tag) => ({ datapoint_id: l.id, tag }))));
+      await insertRows(
+        trx,
+        this.deps.dialect,
+        'datapoint_regulations',
+        labels.flatMap((l) => [...l.regulations].map((regulation) => ({ datapoint_id: l.id, regulation }))),
+      );
+
+      await activity().append(
+        trx,
+        planned.map((plan, i) => pointRecord(caller, plan.replaces ? 'UPDATE' : 'STORE', roots[i], location, now)),
+      );
+      const labelsById = {
+        tags: new Map(labels.map((l) => [l.id, [...l.tags].sort()])),
+        regulations: new Map(labels.map((l) => [l.id, [...l.regulations].sort()])),
+      };
+      return roots.map((row, i) => toDataPoint(row, labelsById, { value: planned[i].input.value }));
+    });
+    runAfterCommit(effects, (err) => this.deps.logger.error({ err }, 'rule effect failed after a store'));
+    return stored;
+  }
+
+  /**
+   * The entity a store writes to: created with the requested type (default `datasubject`)
+   * when it does not exist, with the interface's 400s otherwise. On PostgreSQL it is then
+   * locked for the rest of the transaction so its legal hold is read as it stands; SQLite
+   * runs one writer at a time, so what was just read is already current.
+   */
+  private async resolveEntity(trx: Kysely<Database>, id: string, requestedType: string | undefined): Promise<EntityRow & { tags: string[] }> {
+    const { entity } = await resolveForStore(trx, id, requestedType);
+    if (this.deps.dialect !== 'postgres') return { id: entity.id, type: entity.type, legal_hold: entity.legalHold ? 1 : 0, tags: entity.tags };
+    const locked = await lockEntity(trx, this.deps.dialect, id);
+    if (!locked) throw new Error('entity vanished while being stored to');
+    return { ...locked, tags: entity.tags };
+  }
+}
+
+/** Existing vaulted root points of these (nonrepeatable) definitions, oldest first. */
+async function existingRoots(trx: Kysely<Database>, entityId: string, keys: string[]): Promise<Map<string, Array<{ id: string; created_date: string }>>> {
+  const out = new Map<string, Array<{ id: string; created_date: string }>>();
+  if (keys.length === 0) return out;
+  const rows = await trx
+    .selectFrom('datapoints')
+    .select(['id', 'attribute', 'created_date'])
+    .where('entity_id', '=', entityId)
+    .where('attribute', 'in', keys)
+    .where('structure_root_id', 'is', null)
+    .where('report_only', '=', 0)
+    .orderBy('created_date')
+    .orderBy('id')
+    .execute();
+  for (const row of rows) {
+    const list = out.get(row.attribute) ?? [];
+    list.push({ id: row.id, created_date: row.created_date });
+    out.set(row.attribute, list);
+  }
+  return out;
+}

@@ -1,0 +1,140 @@
+/**
+ * The OpenAPI document against the routes the server really has and the answers they really
+ * give: every route is documented, every body has a schema, every operation states its
+ * security, and every status a route is seen to answer is one its operation lists.
+ */
+import test from 'ava';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { startTestVault, type TestVault } from '../testing/harness.js';
+
+let v: TestVault;
+let doc: any;
+let userKey: string;
+test.before(async () => {
+  v = await startTestVault({ env: { VAULT_BODY_LIMIT: '4096' } });
+  doc = (await v.request('GET', '/openapi.json', { apiKey: null })).body;
+  userKey = await v.createApplication(['EMAIL']);
+});
+test.after.always(async () => v?.close());
+
+const PUBLIC = new Set(['/healthz', '/readyz', '/metrics']);
+/** Served but not API operations: the document itself, its UI, and a documented alias of /search. */
+// The API reference, its document, an alias, and the web console's pages and files (not API).
+const UNDOCUMENTED = [/^\/docs/, /^\/openapi\.json$/, /^\/data\/search$/, /^\/console/];
+
+interface Operation {
+  method: string;
+  path: string;
+  op: any;
+}
+
+function operations(): Operation[] {
+  return Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.entries<any>(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op })));
+}
+
+/** Every route the router holds, from Fastify's own listing (`/a/:b`, with its methods). */
+function registeredRoutes(): Array<{ path: string; methods: string[] }> {
+  const stack: string[] = [];
+  const routes: Array<{ path: string; methods: string[] }> = [];
+  for (const line of v.app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const m = /^([│ ]*)[├└]── (\S+)(?: \(([^)]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1].length / 4;
+    stack.length = depth;
+    stack.push(m[2]);
+    if (m[3]) routes.push({ path: stack.join(''), methods: m[3].split(', ').filter((x) => x !== 'HEAD') });
+  }
+  return routes;
+}
+
+const toOpenApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
+const fill = (path: string) => path.replace(/\{\w+\}/g, 'no-such-id');
+const declared = (op: any, status: number) => Object.keys(op.responses ?? {}).includes(String(status));
+
+test('the document is valid OpenAPI', async (t) => {
+  const result = await new Validator().validate(doc);
+  t.true(result.valid, JSON.stringify(result.errors, null, 1)?.slice(0, 2000));
+  t.is(doc.openapi, '3.0.3');
+});
+
+test('every route the server has is in the document, with its methods', (t) => {
+  const routes = registeredRoutes();
+  t.true(routes.length > 40, 'the route listing was read');
+  for (const { path, methods } of routes) {
+    if (UNDOCUMENTED.some((re) => re.test(path))) continue;
+    for (const method of methods) t.truthy(doc.paths[toOpenApiPath(path)]?.[method.toLowerCase()], `${method} ${path} is documented`);
+  }
+});
+
+test('every operation states its security: health, readiness and metrics need no key, everything else a bearer key', (t) => {
+  t.deepEqual(doc.security, [{ apiKey: [] }]);
+  t.deepEqual(doc.components.securitySchemes.apiKey, { type: 'http', scheme: 'bearer' });
+  for (const { method, path, op } of operations()) {
+    if (PUBLIC.has(path)) {
+      t.deepEqual(op.security, [], `${method} ${path} is public`);
+      t.false(declared(op, 401), `${method} ${path} never answers 401`);
+    } else {
+      t.is(op.security, undefined, `${method} ${path} inherits the bearer key`);
+      t.true(declared(op, 401), `${method} ${path} lists 401`);
+      t.true(declared(op, 429), `${method} ${path} lists 429`);
+    }
+  }
+});
+
+test('every operation that takes a body has a JSON request schema and lists 400, 413 and 415', (t) => {
+  let withBody = 0;
+  for (const { method, path, op } of operations()) {
+    if (method !== 'POST') {
+      t.is(op.requestBody, undefined, `${method} ${path} takes no body`);
+      continue;
+    }
+    withBody++;
+    const schema = op.requestBody?.content?.['application/json']?.schema;
+    t.truthy(schema, `${method} ${path} has a request schema`);
+    t.truthy(schema.type ?? schema.oneOf ?? schema.anyOf, `${method} ${path}: the schema says what the body is`);
+    for (const status of [400, 413, 415]) t.true(declared(op, status), `${method} ${path} lists ${status}`);
+  }
+  t.true(withBody >= 12);
+  const rule = doc.paths['/rules'].post.requestBody.content['application/json'].schema;
+  t.deepEqual(rule.required, ['key', 'constraint', 'action']);
+  t.true(rule.properties.constraint.oneOf.length >= 10, 'every constraint type is described');
+  t.true(rule.properties.action.oneOf.length >= 8, 'every action type is described');
+});
+
+test('every operation with path or query parameters lists 400', (t) => {
+  for (const { method, path, op } of operations()) {
+    if ((op.parameters ?? []).some((p: any) => p.in === 'path' || p.in === 'query')) t.true(declared(op, 400), `${method} ${path}`);
+  }
+});
+
+test('every status an operation is seen to answer is one it lists', async (t) => {
+  const seen: string[] = [];
+  const undeclared = new Set<string>();
+  const check = (method: string, path: string, op: any, status: number, how: string) => {
+    seen.push(`${method} ${path} ${status}`);
+    if (!declared(op, status)) undeclared.add(`${method} ${path} answered ${status} ${how}`);
+  };
+  for (const { method, path, op } of operations()) {
+    const url = fill(path);
+    const keyHeaders = { 'x-encryption-key': v.keys.publicKey, 'x-decryption-key': v.keys.privateKey };
+    const noKey = await v.request(method, url, { apiKey: null });
+    check(method, path, op, noKey.status, 'without a key');
+    for (const apiKey of [userKey, v.adminKey]) {
+      const who = apiKey === userKey ? 'to a non-admin' : 'to an admin';
+      const plain = await v.request(method, url, { apiKey, headers: keyHeaders, ...(method === 'POST' ? { body: {} } : {}) });
+      check(method, path, op, plain.status, `${who} with an empty body`);
+      if (method !== 'POST') continue;
+      for (const [payload, type, how] of [
+        ['key=x', 'text/plain', 'with a text body'],
+        ['{"a":', 'application/json', 'with broken JSON'],
+        [JSON.stringify({ filler: 'x'.repeat(5000) }), 'application/json', 'with a body over the limit'],
+        ['[]', 'application/json', 'with a list'],
+      ]) {
+        const res = await v.request(method, url, { apiKey, payload, headers: { ...keyHeaders, 'content-type': type } });
+        check(method, path, op, res.status, `${who} ${how}`);
+      }
+    }
+  }
+  t.deepEqual([...undeclared], [], 'statuses answered but not listed');
+  for (const status of [401, 400, 403, 404, 413, 415]) t.true(seen.some((s) => s.endsWith(` ${status}`)), `some operation answered ${status}`);
+});

@@ -1,0 +1,97 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import secureJson from 'secure-json-parse';
+
+/**
+ * How the sidecar's own API reads bodies and answers what it cannot take. The messages are the
+ * vault's (core/src/http), so a client sees one wording whichever of the two it talks to, and
+ * every refusal is a 4xx that names the problem: a client that retries on 5xx must never be
+ * sent into an endless loop by a body that can never pass.
+ */
+
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export const messages = {
+  invalidJson: 'Body is not valid JSON',
+  forbiddenProperty: 'Body contains a forbidden property name',
+  nul: 'Strings may not contain NUL characters',
+  tooLarge: 'Request body is too large',
+  mediaType: 'Content type must be application/json',
+} as const;
+
+export function errorBody(statusCode: number, message: string) {
+  return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
+}
+
+/**
+ * True if a string anywhere in the value (key or text) holds U+0000. Iterative, since a body
+ * may be nested far deeper than the call stack allows.
+ */
+export function containsNul(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return true;
+    } else if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (key.includes('\u0000')) return true;
+        stack.push(item);
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * JSON only. Prototype-poisoning keys are refused, as the vault refuses them; NUL characters
+ * too, since the vault (PostgreSQL text) can never record them and the event would only end
+ * up as a dead letter. An empty body is no body (POST /deadletters/replay replays everything).
+ */
+export function installJsonParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, raw, done) => {
+    const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    let body: unknown;
+    try {
+      body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+    } catch (err) {
+      const poisoned = /forbidden (prototype|constructor) property/.test((err as Error).message);
+      return done(new HttpError(400, poisoned ? messages.forbiddenProperty : messages.invalidJson), undefined);
+    }
+    // Unescaped control characters are invalid JSON, so a NUL can only arrive escaped.
+    if (text.includes('\\u0000') && containsNul(body)) return done(new HttpError(400, messages.nul), undefined);
+    done(null, body);
+  });
+  app.addHook('onRequest', async (request) => {
+    if (request.url.includes('%00') || request.url.includes('\u0000')) throw new HttpError(400, messages.nul);
+  });
+}
+
+/** Status and message for any failure; 5xx only for our own faults, and never with a stack. */
+export function describeFailure(err: FastifyError | HttpError): { statusCode: number; message: string } {
+  if (err instanceof HttpError) return { statusCode: err.statusCode, message: err.message };
+  const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+  if (status >= 500) return { statusCode: status, message: 'Internal Server Error' };
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { statusCode: 413, message: messages.tooLarge };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { statusCode: 415, message: messages.mediaType };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { statusCode: 400, message: messages.invalidJson };
+    default:
+      return { statusCode: status, message: err instanceof SyntaxError ? messages.invalidJson : err.message };
+  }
+}
