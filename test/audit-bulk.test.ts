@@ -5,6 +5,7 @@
 import test from 'ava';
 import { startTestVault, type TestVault } from '../core/src/testing/harness.js';
 import { verifyActivityChain } from '../core/src/activity/service.js';
+import { activityCount } from '../core/src/audit/fixtures.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -68,12 +69,11 @@ test.serial('a bulk of 10,000 events is accepted in one request and recorded who
 test.serial('a 10,000-event bulk failing at its last event records nothing', async (t) => {
   const body = events(10_000, 'doomed') as any[];
   body[9_999] = { eventType: 'STORE', subjectId: 's', applicationId: 'crm', data: { attribute: 'NO_SUCH' } };
-  const before = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const before = await activityCount(v);
   const res = await v.request('POST', '/auditlogs/bulk', { body });
   t.is(res.status, 400);
   t.deepEqual([res.body.message, res.body.index], ['No such attribute', 9_999]);
-  const after = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
-  t.is(Number(after.n), Number(before.n));
+  t.is(await activityCount(v), before);
   const points = await v.vault.db.selectFrom('datapoints').select('id').where('id', 'like', 'doomed-%').limit(1).execute();
   t.is(points.length, 0);
 });

@@ -49,7 +49,7 @@ test('the value is shown to the rules and kept nowhere', async (t) => {
   const res = await post(store(subject, EMAIL, { value: secret }));
   t.is(res.status, 200);
   t.true(seen.data.some((d: any) => d.reportOnly === true && d.points[0].value === secret));
-  for (const table of ['datapoints', 'activity_log', 'entities', 'datapoint_tags'] as const) {
+  for (const table of ['datapoints', 'activity_log', 'activity_pending', 'entities', 'datapoint_tags'] as const) {
     const rows = await v.vault.db.selectFrom(table).selectAll().execute();
     t.false(JSON.stringify(rows).includes(secret), `${table} does not hold the value`);
   }
