@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
 import { isUniqueViolation } from '../db/dialect.js';
@@ -31,7 +31,7 @@ const MIN_KEY_LENGTH = 16;
  * unsalted fast hash is enough and keeps authentication to one indexed lookup.
  */
 export function hashApiKey(apiKey: string): string {
-  return createHash('sha256').update(apiKey, 'utf8').digest('hex');
+  return hash('sha256', apiKey, 'hex');
 }
 
 export function generateApiKey(): string {
