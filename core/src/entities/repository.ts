@@ -1,5 +1,6 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
+import type { Kysely, Selectable } from 'kysely';
+import { compiledQuery } from '../db/compiled.js';
+import type { Database, EntitiesTable } from '../db/schema.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
 
@@ -12,10 +13,16 @@ export interface Entity {
   updated: string;
 }
 
+// Every store and read looks its entity up: compiled once, as Kysely's builder costs more than the lookups.
+const entityById = compiledQuery<[string], Selectable<EntitiesTable>>(1, (db, id) => db.selectFrom('entities').selectAll().where('id', '=', id));
+const tagsOfEntity = compiledQuery<[string], { tag: string }>(1, (db, id) =>
+  db.selectFrom('entity_tags').select('tag').where('entity_id', '=', id).orderBy('tag'),
+);
+
 export async function findEntity(db: Kysely<Database>, id: string): Promise<Entity | undefined> {
-  const row = await db.selectFrom('entities').selectAll().where('id', '=', id).executeTakeFirst();
+  const [row] = await entityById(db, id);
   if (!row) return undefined;
-  const tags = await db.selectFrom('entity_tags').select('tag').where('entity_id', '=', id).orderBy('tag').execute();
+  const tags = await tagsOfEntity(db, id);
   return { id: row.id, type: row.type, tags: tags.map((t) => t.tag), legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
 }
 
