@@ -2,7 +2,7 @@
  * The vault's RSA key registry. The vault knows public keys only; private keys arrive in a
  * request header, are checked against a registered public key, used, and dropped.
  */
-import { createHash, createPrivateKey, createPublicKey, hash, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, hash, randomBytes, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';

@@ -74,11 +74,20 @@ test('metrics count operations by route template and kind, never by id, key or v
 test('every answer carries security headers and is not cacheable', async (t) => {
   const v = await startTestVault();
   t.teardown(() => v.close());
-  const res = await v.request('GET', '/entitytypes');
-  t.is(res.headers['x-content-type-options'], 'nosniff');
-  t.regex(String(res.headers['strict-transport-security']), /max-age=/);
-  t.is(res.headers['cache-control'], 'no-store');
-  t.is(res.headers['x-frame-options'], 'SAMEORIGIN');
+  const answers = [
+    await v.request('GET', '/entitytypes'),
+    await v.request('GET', '/entitytypes', { apiKey: 'not-a-key-of-anyone' }),
+    await v.request('GET', '/no/such/route'),
+    await v.request('POST', '/entities', { payload: '{"broken', headers: { 'content-type': 'application/json' } }),
+  ];
+  t.deepEqual(answers.map((res) => res.status), [200, 401, 404, 400]);
+  for (const res of answers) {
+    t.is(res.headers['x-content-type-options'], 'nosniff');
+    t.regex(String(res.headers['strict-transport-security']), /max-age=/);
+    t.is(res.headers['cache-control'], 'no-store');
+    t.is(res.headers['x-frame-options'], 'SAMEORIGIN');
+    t.is(res.headers['referrer-policy'], 'no-referrer');
+  }
 });
 
 test('an application over its rate limit gets 429 with Retry-After; others are unaffected', async (t) => {
