@@ -9,13 +9,11 @@ import { VaultError } from '../errors.js';
 import type { VaultConfig } from '../config.js';
 
 export async function installProtection(app: FastifyInstance, config: VaultConfig): Promise<void> {
-  const headers = securityHeaders();
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(headers);
-    done();
-  });
+  // On send, not on request: answers given by an earlier hook (a 401 from authentication)
+  // carry them too. A route's own value for one of them (the console's) is kept.
+  const headers = Object.entries({ ...securityHeaders(), 'cache-control': 'no-store' });
   app.addHook('onSend', async (_request, reply, payload) => {
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    for (const [name, value] of headers) if (!reply.hasHeader(name)) reply.header(name, value);
     return payload;
   });
 
