@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { envelope, isoDate } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
-import { ALERT_LEVELS, StatsService } from './service.js';
+import { ALERT_LEVELS } from '../rules/model.js';
+import { StatsService } from './service.js';
 
 const nullableCount = { type: 'integer', nullable: true } as const;
 

@@ -5,8 +5,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
 import type { Database } from '../db/schema.js';
-
-export const ALERT_LEVELS = ['NORMAL', 'INFO', 'WARNING', 'DANGER', 'SUCCESS', 'NEUTRAL'] as const;
+import { DATASUBJECT } from '../entitytypes/service.js';
+import { ALERT_LEVELS } from '../rules/model.js';
 
 export interface VaultStats {
   /** Entities of type `datasubject`. */
@@ -35,7 +35,7 @@ export class StatsService {
       else points = points.where('definition_key', 'in', allowed);
     }
     const [subjects, dataPoints, definitions, rules] = await Promise.all([
-      this.db.selectFrom('entities').select(count).where('type', '=', 'datasubject').executeTakeFirst().then(num),
+      this.db.selectFrom('entities').select(count).where('type', '=', DATASUBJECT).executeTakeFirst().then(num),
       points.executeTakeFirst().then(num),
       this.db.selectFrom('attribute_definitions').select(count).executeTakeFirst().then(num),
       this.db.selectFrom('rules').select(count).executeTakeFirst().then(num),
