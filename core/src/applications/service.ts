@@ -73,14 +73,14 @@ export class ApplicationService {
     }
     const apiKey = input.apiKey ?? generateApiKey();
     if (apiKey.length < MIN_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_KEY_LENGTH} characters`);
-    const hash = hashApiKey(apiKey);
-    const existing = await this.db.selectFrom('applications').select('id').where('api_key_hash', '=', hash).executeTakeFirst();
+    const keyHash = hashApiKey(apiKey);
+    const existing = await this.db.selectFrom('applications').select('id').where('api_key_hash', '=', keyHash).executeTakeFirst();
     if (existing) throw conflict('API key is already in use');
     const now = nowIso();
     const row: ApplicationsTable = {
       id: randomUUID(),
       name,
-      api_key_hash: hash,
+      api_key_hash: keyHash,
       attributes: JSON.stringify(attributes.includes('*') ? ['*'] : [...new Set(attributes)]),
       admin: input.admin ? 1 : 0,
       created_date: now,
@@ -118,9 +118,9 @@ export class ApplicationService {
 
   async authenticate(apiKey: string): Promise<Caller | undefined> {
     if (apiKey.length < MIN_KEY_LENGTH || apiKey.length > 512) return undefined;
-    const hash = hashApiKey(apiKey);
-    return this.callers.get(hash, async () => {
-      const row = await this.db.selectFrom('applications').selectAll().where('api_key_hash', '=', hash).executeTakeFirst();
+    const keyHash = hashApiKey(apiKey);
+    return this.callers.get(keyHash, async () => {
+      const row = await this.db.selectFrom('applications').selectAll().where('api_key_hash', '=', keyHash).executeTakeFirst();
       if (!row) return undefined;
       const attributes = JSON.parse(row.attributes) as string[];
       return {
