@@ -121,6 +121,26 @@ test('each filter narrows the list', async (t) => {
   t.deepEqual(await ids({ count: '1', page: '0' }), [`STORE:${A}`]);
 });
 
+test('a point’s records, reads included, are found by its id alone, also once deleted and its id taken by another subject', async (t) => {
+  const [first, second] = [unique('subject'), unique('subject')];
+  const point = unique('point');
+  const read = (subjectId: string) => audit({ eventType: 'READ', subjectId, dataPointId: point, applicationId: 'crm', data: { attribute: EMAIL } });
+  t.is((await read(first)).status, 200);
+  t.is((await read(first)).status, 200);
+  // Another point of the same subject, read in between, stays out.
+  const other = await audit(store(first));
+  await audit({ eventType: 'READ', dataPointId: other.body.dataPointId, applicationId: 'crm' });
+  t.is((await audit({ eventType: 'DELETE', dataPointId: point, applicationId: 'crm' })).status, 200);
+  t.is((await read(second)).status, 200);
+  // Records waiting for the sealer and sealed ones alike.
+  await appendPending(v, [{ eventType: 'READ', subjectId: second, dataPointId: point, attribute: EMAIL }]);
+  const listed = (await v.request('GET', '/activity', { query: { dataPointId: point } })).body.data.map((r: any) => `${r.eventType}:${r.subjectId}`);
+  t.deepEqual(listed, [`READ:${first}`, `READ:${first}`, `DELETE:${first}`, `READ:${second}`, `READ:${second}`]);
+  const reads = await v.request('GET', '/activity', { query: { dataPointId: point, eventType: 'READ', count: '2', page: '1' } });
+  t.deepEqual(reads.body.data.map((r: any) => r.subjectId), [second, second]);
+  t.deepEqual((await v.request('GET', '/activity', { query: { dataPointId: unique('never') } })).body.data, []);
+});
+
 test('paging and filters are checked', async (t) => {
   const bad: Record<string, string>[] = [{ count: '0' }, { count: '1001' }, { page: '-1' }, { count: 'many' }, { eventType: 'COPY' }, { colour: 'red' }];
   for (const query of bad) {

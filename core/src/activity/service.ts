@@ -3,7 +3,7 @@
  * written by the appender (`appender.ts`) and chained by the sealer (`sealer.ts`); a record
  * committed but not yet sealed is listed after every sealed one, without a `sequence`.
  */
-import { PostgresAdapter, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import type { EventType, Location } from '../rules/engine.js';
@@ -170,16 +170,40 @@ export async function chainHead(db: Kysely<Database>): Promise<ChainHead> {
 
 type Filterable = 'activity_log' | 'activity_pending';
 
+/** The literal the partial point index is declared with: a bound parameter would not match it. */
+const NOT_READ = sql<boolean>`event_type <> 'READ'`;
+
+/**
+ * Every subject a point ever belonged to. READ records are not in the point index (migration
+ * 0007), so a point's records are looked for among its subjects' records: the subject it has
+ * now, and those its STORE, UPDATE and DELETE records name (an id reused after a deletion can
+ * have had another).
+ */
+async function subjectsOfPoint(db: Kysely<Database>, dataPointId: string): Promise<string[]> {
+  const subjects = new Set<string>();
+  const current = await db.selectFrom('datapoints').select('entity_id').where('id', '=', dataPointId).executeTakeFirst();
+  if (current) subjects.add(current.entity_id);
+  for (const table of ['activity_log', 'activity_pending'] as const) {
+    const rows = await db.selectFrom(table).select('subject_id').distinct().where('data_point_id', '=', dataPointId).where(NOT_READ).execute();
+    for (const row of rows) if (row.subject_id !== null) subjects.add(row.subject_id);
+  }
+  return [...subjects];
+}
+
 function filtered<T extends Filterable>(
   query: SelectQueryBuilder<Database, T, ActivityLogTable | ActivityPendingTable>,
-  filter: ActivityQuery,
+  filter: ActivityQuery & { subjectsOfPoint?: string[] },
   from: string | undefined,
   to: string | undefined,
 ) {
   // Both tables share these columns; the builder cannot see that through the union of types.
   let q = query as unknown as SelectQueryBuilder<Database, 'activity_log', ActivityLogTable>;
   if (filter.subjectId !== undefined) q = q.where('subject_id', '=', filter.subjectId);
-  if (filter.dataPointId !== undefined) q = q.where('data_point_id', '=', filter.dataPointId);
+  if (filter.dataPointId !== undefined) {
+    // Every record of a point names the point's subject: the subject index narrows to them.
+    if (filter.subjectsOfPoint !== undefined && filter.subjectId === undefined) q = q.where('subject_id', 'in', filter.subjectsOfPoint);
+    q = q.where('data_point_id', '=', filter.dataPointId);
+  }
   if (filter.attribute !== undefined) q = q.where('attribute', '=', filter.attribute);
   if (filter.eventType !== undefined) q = q.where('event_type', '=', filter.eventType);
   if (filter.applicationId !== undefined) q = q.where('application_id', '=', filter.applicationId);
@@ -208,7 +232,13 @@ export class ActivityService {
     // otherwise drop them from the page (read before they were sealed, looked for after).
     const snapshot = this.db.getExecutor().adapter instanceof PostgresAdapter ? this.db.transaction().setIsolationLevel('repeatable read') : this.db.transaction();
     return snapshot.execute(async (db) => {
-      const sealed = await filtered(db.selectFrom('activity_log').selectAll() as never, query, from, to)
+      let filter: ActivityQuery & { subjectsOfPoint?: string[] } = query;
+      if (query.dataPointId !== undefined) {
+        const subjects = await subjectsOfPoint(db, query.dataPointId);
+        if (subjects.length === 0) return [];
+        filter = { ...query, subjectsOfPoint: subjects };
+      }
+      const sealed = await filtered(db.selectFrom('activity_log').selectAll() as never, filter, from, to)
         .orderBy('sequence')
         .limit(count)
         .offset(offset)
@@ -217,10 +247,10 @@ export class ActivityService {
       // The page reaches past the sealed records: how far past decides where the pending ones start.
       let skip = 0;
       if (sealed.length === 0 && offset > 0) {
-        const total = await filtered(db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')) as never, query, from, to).executeTakeFirstOrThrow();
+        const total = await filtered(db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')) as never, filter, from, to).executeTakeFirstOrThrow();
         skip = Math.max(0, offset - Number((total as unknown as { n: number | string }).n));
       }
-      const pending = await filtered(db.selectFrom('activity_pending').selectAll() as never, query, from, to)
+      const pending = await filtered(db.selectFrom('activity_pending').selectAll() as never, filter, from, to)
         .orderBy('id' as never)
         .limit(count - sealed.length)
         .offset(skip)
@@ -257,8 +287,8 @@ export class ActivityService {
     return out;
   }
 
-  /** When a point was last read, sealed or not (ISO 8601), or undefined. */
-  static async lastRead(trx: Kysely<Database>, dataPointId: string): Promise<string | undefined> {
+  /** When a point of the subject was last read, sealed or not (ISO 8601), or undefined. */
+  static async lastRead(trx: Kysely<Database>, subjectId: string, dataPointId: string): Promise<string | undefined> {
     let last: string | undefined;
     // Pending first: records only ever move from there to the log, so one the sealer moves
     // between the two queries is still seen once.
@@ -266,6 +296,8 @@ export class ActivityService {
       const row = await trx
         .selectFrom(table)
         .select((eb) => eb.fn.max('event_time').as('last'))
+        // Through the subject index: READ records are not in the point index.
+        .where('subject_id', '=', subjectId)
         .where('data_point_id', '=', dataPointId)
         .where('event_type', '=', 'READ')
         .executeTakeFirst();

@@ -175,7 +175,7 @@ export class RetentionSweeper {
           const doomed: PointRow[] = [];
           let nextCheck = Infinity;
           for (const point of points) {
-            const lastRead = (await ActivityService.lastRead(trx, point.id)) ?? '';
+            const lastRead = (await ActivityService.lastRead(trx, point.entity_id, point.id)) ?? '';
             const anchor = Math.max(Date.parse(point.modified_date), lastRead ? Date.parse(lastRead) : 0);
             const expiry = anchor + policy.days * DAY_MS;
             if (expiry <= nowMs) doomed.push(point);

@@ -5,6 +5,7 @@ import * as rules from './0003_rules.js';
 import * as dataplane from './0004_dataplane.js';
 import * as keyRotation from './0005_key_rotation.js';
 import * as activitySealing from './0006_activity_sealing.js';
+import * as activityLean from './0007_activity_lean.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_dataplane': dataplane,
   '0005_key_rotation': keyRotation,
   '0006_activity_sealing': activitySealing,
+  '0007_activity_lean': activityLean,
 };
