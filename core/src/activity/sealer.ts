@@ -9,10 +9,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DialectName } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
-import { chainHash, GENESIS_HASH } from './chain.js';
-import { chunks, insertRows } from '../db/insert-rows.js';
+import { CHAINED_COLUMNS, chainRecords, GENESIS_HASH } from './chain.js';
+import { chunks, insertValues } from '../db/insert-rows.js';
 import type { RecordRow } from './records.js';
-import type { ActivityLogTable } from './tables.js';
 
 /** Key of the PostgreSQL advisory lock that keeps sealing, and so the chain, in one line. */
 export const SEAL_LOCK_KEY = 0x61637476; // "actv"
@@ -139,15 +138,8 @@ export class ActivitySealer {
   async chain(trx: Kysely<Database>, records: readonly RecordRow[]): Promise<void> {
     if (records.length === 0) return;
     const head = await trx.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
-    let sequence = head ? Number(head.sequence) : 0;
-    let previous = head?.hash ?? GENESIS_HASH;
-    const rows: ActivityLogTable[] = records.map((fields) => {
-      sequence += 1;
-      const row = { sequence, ...fields };
-      previous = chainHash(previous, row);
-      return { ...row, hash: previous };
-    });
-    await insertRows(trx, this.dialect, 'activity_log', rows);
+    const { values } = chainRecords(head ? { sequence: Number(head.sequence), hash: head.hash } : { sequence: 0, hash: GENESIS_HASH }, records);
+    await insertValues(trx, this.dialect, 'activity_log', CHAINED_COLUMNS, values);
   }
 
   /** Chains one batch of pending records. Returns how many it sealed, or -1 when another process holds the seal. */

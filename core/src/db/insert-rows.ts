@@ -22,18 +22,26 @@ const insertTexts = new Map<string, string>();
 export async function insertRows(trx: Kysely<Database>, dialect: DialectName, table: keyof Database, rows: readonly object[]): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(rows[0]);
-  for (const chunk of chunks(rows, INSERT_CHUNK)) {
-    const shape = `${dialect}:${table}:${chunk.length}:${columns.join(',')}`;
+  const values: unknown[] = [];
+  for (const row of rows) for (const column of columns) values.push((row as Record<string, unknown>)[column]);
+  await insertValues(trx, dialect, table, columns, values);
+}
+
+/** INSERTs of rows given as one flat list of values, `columns.length` per row. */
+export async function insertValues(trx: Kysely<Database>, dialect: DialectName, table: keyof Database, columns: readonly string[], values: readonly unknown[]): Promise<void> {
+  const width = columns.length;
+  for (let start = 0; start < values.length; start += INSERT_CHUNK * width) {
+    const parameters = values.slice(start, start + INSERT_CHUNK * width);
+    const rows = parameters.length / width;
+    const shape = `${dialect}:${table}:${rows}:${columns.join(',')}`;
     let text = insertTexts.get(shape);
     if (text === undefined) {
       let n = 0;
       const tuple = () => `(${columns.map(() => (dialect === 'postgres' ? `$${++n}` : '?')).join(', ')})`;
-      text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${chunk.map(tuple).join(', ')}`;
+      text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${Array.from({ length: rows }, tuple).join(', ')}`;
       if (insertTexts.size >= 2000) insertTexts.clear();
       insertTexts.set(shape, text);
     }
-    const parameters: unknown[] = [];
-    for (const row of chunk) for (const column of columns) parameters.push((row as Record<string, unknown>)[column]);
     await trx.executeQuery(CompiledQuery.raw(text, parameters));
   }
 }

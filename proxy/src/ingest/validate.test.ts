@@ -104,6 +104,18 @@ test('stamping keeps a caller eventId and timestamp, and gives STOREs a dataPoin
   t.is(stampEvent({ eventType: 'READ', applicationId: 'a', dataPointId: 'dp' }, now).dataPointId, 'dp');
 });
 
+test('ids the sidecar makes are UUIDv7 and follow each other, so the vault appends them to its indexes', (t) => {
+  const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const stamped = Array.from({ length: 2_000 }, () => stampEvent({ eventType: 'STORE', applicationId: 'a', subjectId: 's', data: { attribute: 'x' } }));
+  const eventIds = stamped.map((e) => e.eventId);
+  for (const id of eventIds) t.regex(id, UUID_V7);
+  t.deepEqual([...eventIds].sort(), eventIds);
+  t.is(new Set(eventIds).size, eventIds.length);
+  const pointIds = stamped.map((e) => e.dataPointId!);
+  for (const id of pointIds) t.regex(id, UUID_V7);
+  t.deepEqual([...pointIds].sort(), pointIds);
+});
+
 test('eventIds are unique and STORE answers include the dataPointId', (t) => {
   const outcome = prepareBatch(Array.from({ length: 100 }, () => store));
   t.is(new Set(outcome.accepted.map((a) => a.eventId)).size, 100);
