@@ -9,6 +9,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { ApplicationService } from './applications/service.js';
 import type { VaultConfig } from './config.js';
+import { WriteGroup } from './db/write-group.js';
 import { connect, type DatabaseHandle } from './db/connect.js';
 import type { DialectName } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -49,6 +50,8 @@ export class Vault {
   /** For reads outside transactions (a second connection on SQLite). */
   readonly reader: Kysely<Database>;
   readonly dialect: DialectName;
+  /** Transactions of requests that write: on SQLite those arriving together share a commit. */
+  readonly writes: WriteGroup;
   readonly handle: DatabaseHandle;
   readonly keyring: Keyring;
   readonly applications: ApplicationService;
@@ -108,8 +111,10 @@ export class Vault {
       observeQueueWait: (seconds) => this.metrics.activityLockWait.observe({ stage: 'group_commit' }, seconds),
     });
     this.activity = meterActivity(appender, this.metrics);
+    this.writes = new WriteGroup(this.db, this.dialect);
     this.datapoints = new DataPointService({
       db: this.db,
+      writes: this.writes,
       reader: this.reader,
       dialect: this.dialect,
       keyring: this.keyring,

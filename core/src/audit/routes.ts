@@ -84,7 +84,7 @@ function rejectInvalid(request: FastifyRequest, bulk: boolean): void {
 
 export const auditRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['audit'];
-  const service = new AuditService({ db: vault.db, rules: () => vault.rules, activity: () => vault.activity, logger: vault.logger });
+  const service = new AuditService({ writes: vault.writes, rules: () => vault.rules, activity: () => vault.activity, logger: vault.logger });
 
   app.post<{ Body: AuditEventInput }>(
     '/auditlogs',

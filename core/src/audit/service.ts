@@ -4,12 +4,11 @@
  * kept) and appended to the activity log. Parsing is in events.ts, what each event does to
  * the points in plan.ts and points.ts, one transaction's run in batch.ts.
  */
-import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Caller } from '../access/caller.js';
 import type { ActivityLog } from '../activity/log.js';
 import { isUniqueViolation } from '../db/dialect.js';
-import type { Database } from '../db/schema.js';
+import type { WriteGroup } from '../db/write-group.js';
 import { VaultError } from '../errors.js';
 import { runAfterCommit, type RuleEffects, type RulesEngine } from '../rules/engine.js';
 import { AuditBatch } from './batch.js';
@@ -18,7 +17,8 @@ import type { ActivitySummary, AuditEventInput, AuditMode } from './events.js';
 const MAX_ATTEMPTS = 4;
 
 export interface AuditServiceOptions {
-  db: Kysely<Database>;
+  /** Each request's transaction (on SQLite, requests arriving together share a commit). */
+  writes: WriteGroup;
   /** Read per request: the engine (and the activity log) may be replaced after start. */
   rules: () => RulesEngine;
   activity: () => ActivityLog;
@@ -40,12 +40,12 @@ export class AuditService {
    * the repeated event id is answered from the log).
    */
   async record(caller: Caller, events: AuditEventInput[], mode: AuditMode): Promise<ActivitySummary[]> {
-    const { db, logger } = this.options;
+    const { writes, logger } = this.options;
     for (let attempt = 1; ; attempt++) {
       try {
         let effects: RuleEffects[] = [];
         const use = { rules: this.options.rules(), activity: this.options.activity() };
-        const summaries = await db.transaction().execute(async (trx) => {
+        const summaries = await writes.transaction(async (trx) => {
           const batch = new AuditBatch(trx, use, caller, events, mode);
           const result = await batch.run();
           effects = batch.effects;

@@ -9,6 +9,7 @@ import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import type { DataKeys } from '../crypto/datakeys.js';
 import type { Keyring } from '../crypto/keys.js';
 import type { DialectName } from '../db/dialect.js';
+import type { WriteGroup } from '../db/write-group.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
 import type { DefinitionCatalog } from '../definitions/catalog.js';
 import { badRequest } from '../errors.js';
@@ -17,6 +18,8 @@ import type { EventType, Location, RulesEngine } from '../rules/engine.js';
 /** The data plane's collaborators. Rules and the activity log are looked up per call: tests swap them. */
 export interface DataPlaneDeps {
   db: Kysely<Database>;
+  /** Where stores run their transaction (on SQLite, stores arriving together share a commit). */
+  writes: WriteGroup;
   /** For reads outside transactions: they never wait for a write. */
   reader: Kysely<Database>;
   dialect: DialectName;

@@ -98,7 +98,7 @@ export class DataPointStore {
     const requestedType = input.request.entityType ?? (input.form === 'datasubjects' ? DATASUBJECT : undefined);
 
     const effects: RuleEffects[] = [];
-    const stored = await this.deps.db.transaction().execute(async (trx) => {
+    const stored = await this.deps.writes.transaction(async (trx) => {
       const entity = await this.resolveEntity(trx, input.entityId, requestedType);
       for (const definition of definitions.values()) {
         const types = definition.entityTypes.length > 0 ? definition.entityTypes : [DATASUBJECT];
