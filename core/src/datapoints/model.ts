@@ -54,6 +54,16 @@ export const POINT_COLUMNS = [
   'modified_date',
 ] as const;
 
+/**
+ * What answering a read needs of a row, and no more: every column a row brings back costs a
+ * property on a fresh object, and a subject read builds twenty of them (a third of its
+ * select's time went to the columns below that reads never look at).
+ */
+export const READ_COLUMNS = ['id', 'entity_id', 'attribute', 'structure_root_id', 'report_only', 'sensitivity', 'subject_key_id', 'created_date', 'modified_date'] as const;
+
+/** The columns a point is answered from. */
+export type PointView = Pick<PointRow, (typeof READ_COLUMNS)[number]>;
+
 const pointProperties = {
   dataPointId: { type: 'string' },
   entityId: { type: 'string' },
@@ -150,7 +160,7 @@ function push(map: Map<string, string[]>, key: string, value: string): void {
   else map.set(key, [value]);
 }
 
-export function toDataPoint(row: PointRow, labels: Labels, value?: { value: unknown }): DataPoint {
+export function toDataPoint(row: PointView, labels: Labels, value?: { value: unknown }): DataPoint {
   const point: DataPoint = {
     dataPointId: row.id,
     entityId: row.entity_id,

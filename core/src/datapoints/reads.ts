@@ -12,7 +12,7 @@ import { badRequest, forbidden, notFound, VaultError } from '../errors.js';
 import { compiledQuery } from '../db/compiled.js';
 import { PROHIBITED_MESSAGE } from '../rules/evaluator.js';
 import { nowIso } from '../util/time.js';
-import { labelColumns, labelsOf, POINT_COLUMNS, toDataPoint, type DataPoint, type LabelledRow, type PointRow } from './model.js';
+import { labelColumns, labelsOf, READ_COLUMNS, toDataPoint, type DataPoint, type LabelledRow, type PointView } from './model.js';
 import { MESSAGES, type DataPlaneDeps, type PathForm } from './plane.js';
 
 export interface ReadInput {
@@ -22,7 +22,7 @@ export interface ReadInput {
   form: PathForm;
 }
 
-type ReadRow = PointRow & LabelledRow & { ciphertext: Buffer | null };
+type ReadRow = PointView & LabelledRow & { ciphertext: Buffer | null };
 
 /** Whether a rule prohibits `operation` on the row's entity, as a column of the same statement. */
 const prohibitedColumn = (table: 'datapoints' | 'entities', column: 'entity_id' | 'id', operation: string) =>
@@ -31,7 +31,7 @@ const prohibitedColumn = (table: 'datapoints' | 'entities', column: 'entity_id' 
 const pointById = compiledQuery<[string], ReadRow & { prohibited: unknown }>(1, (db, id) =>
   db
     .selectFrom('datapoints')
-    .select(POINT_COLUMNS)
+    .select(READ_COLUMNS)
     .select('ciphertext')
     .select(labelColumns(db))
     .select(prohibitedColumn('datapoints', 'entity_id', 'READ'))
@@ -51,7 +51,7 @@ export class DataPointReader {
     await this.readableEntity(input.entityId, input.form);
     const rows = await this.deps.reader
       .selectFrom('datapoints')
-      .select(POINT_COLUMNS)
+      .select(READ_COLUMNS)
       .select('ciphertext')
       .select(labelColumns(this.deps.reader))
       .where('entity_id', '=', input.entityId)
@@ -78,7 +78,7 @@ export class DataPointReader {
     await this.readableEntity(input.entityId, input.form);
     let query = this.deps.reader
       .selectFrom('datapoints')
-      .select(POINT_COLUMNS)
+      .select(READ_COLUMNS)
       .select('ciphertext')
       .select(labelColumns(this.deps.reader))
       .where('entity_id', '=', input.entityId)

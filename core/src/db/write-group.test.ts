@@ -13,7 +13,7 @@ async function fixture(t: { teardown: (fn: () => void) => void }) {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
   const statements: string[] = [];
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (e) => statements.push(e.query.sql) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (e) => void statements.push(e.query.sql) });
   await sql`create table parent (id text primary key)`.execute(db);
   // Checked at commit: an orphan makes the shared commit itself fail.
   await sql`create table child (id text primary key, parent text references parent (id) deferrable initially deferred)`.execute(db);
