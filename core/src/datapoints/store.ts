@@ -21,7 +21,7 @@ import { checkTagNames } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { newPointId } from './ids.js';
 import { isSensitivity, SENSITIVITY_MESSAGE, toDataPoint, type DataPoint } from './model.js';
-import { deleteStructures, lockEntity, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type EntityRow, type PathForm } from './plane.js';
+import { deleteStructures, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type EntityRow, type PathForm } from './plane.js';
 
 export interface AttributeInput {
   attribute: string;
@@ -222,11 +222,8 @@ export class DataPointStore {
    * runs one writer at a time, so what was just read is already current.
    */
   private async resolveEntity(trx: Kysely<Database>, id: string, requestedType: string | undefined): Promise<EntityRow & { tags: string[] }> {
-    const { entity } = await resolveForStore(trx, id, requestedType);
-    if (this.deps.dialect !== 'postgres') return { id: entity.id, type: entity.type, legal_hold: entity.legalHold ? 1 : 0, tags: entity.tags };
-    const locked = await lockEntity(trx, this.deps.dialect, id);
-    if (!locked) throw new Error('entity vanished while being stored to');
-    return { ...locked, tags: entity.tags };
+    const { entity } = await resolveForStore(trx, id, requestedType, { lock: true });
+    return { id: entity.id, type: entity.type, legal_hold: entity.legalHold ? 1 : 0, tags: entity.tags };
   }
 }
 

@@ -1,4 +1,5 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { dialectOf } from '../db/dialect.js';
 import { compiledQuery } from '../db/compiled.js';
 import type { Database, EntitiesTable } from '../db/schema.js';
 import { ensureTags } from '../tags/repository.js';
@@ -13,17 +14,31 @@ export interface Entity {
   updated: string;
 }
 
-// Every store and read looks its entity up: compiled once, as Kysely's builder costs more than the lookups.
-const entityById = compiledQuery<[string], Selectable<EntitiesTable>>(1, (db, id) => db.selectFrom('entities').selectAll().where('id', '=', id));
-const tagsOfEntity = compiledQuery<[string], { tag: string }>(1, (db, id) =>
-  db.selectFrom('entity_tags').select('tag').where('entity_id', '=', id).orderBy('tag'),
+/** The entity's tags, sorted, as a JSON array in the entity's own row. */
+function tagsColumn(db: Kysely<Database>) {
+  return dialectOf(db) === 'postgres'
+    ? sql<unknown>`(select coalesce(json_agg(t.tag order by t.tag), '[]'::json) from entity_tags t where t.entity_id = entities.id)`.as('tags_json')
+    : sql<unknown>`(select json_group_array(t.tag order by t.tag) from entity_tags t where t.entity_id = entities.id)`.as('tags_json');
+}
+
+type EntityRow = Selectable<EntitiesTable> & { tags_json: unknown };
+
+// Every store looks its entity up, with its tags, in one statement compiled once: Kysely's
+// builder costs more than the lookup, and on PostgreSQL each statement is a round trip.
+const entityById = compiledQuery<[string], EntityRow>(1, (db, id) => db.selectFrom('entities').selectAll().select(tagsColumn(db)).where('id', '=', id));
+const lockedEntityById = compiledQuery<[string], EntityRow>(1, (db, id) =>
+  db.selectFrom('entities').selectAll().select(tagsColumn(db)).where('id', '=', id).forUpdate(),
 );
 
-export async function findEntity(db: Kysely<Database>, id: string): Promise<Entity | undefined> {
-  const [row] = await entityById(db, id);
+/**
+ * `lock`: on PostgreSQL the row stays locked to the end of the transaction, which serialises
+ * writes to one entity (stores, purges); SQLite's single writer does that already.
+ */
+export async function findEntity(db: Kysely<Database>, id: string, { lock = false } = {}): Promise<Entity | undefined> {
+  const [row] = await (lock && dialectOf(db) === 'postgres' ? lockedEntityById : entityById)(db, id);
   if (!row) return undefined;
-  const tags = await tagsOfEntity(db, id);
-  return { id: row.id, type: row.type, tags: tags.map((t) => t.tag), legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
+  const tags = (typeof row.tags_json === 'string' ? JSON.parse(row.tags_json) : row.tags_json) as string[];
+  return { id: row.id, type: row.type, tags, legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
 }
 
 export interface NewEntity {

@@ -39,13 +39,13 @@ export interface ResolvedEntity {
  * existing type is accepted, and a new entity is a `datasubject`. Throws 400 `No such
  * entity type` and the interface's type-mismatch 400.
  */
-export async function resolveForStore(trx: Kysely<Database>, id: string, requestedType?: string): Promise<ResolvedEntity> {
+export async function resolveForStore(trx: Kysely<Database>, id: string, requestedType?: string, { lock = false } = {}): Promise<ResolvedEntity> {
   checkEntityId(id);
   if (requestedType !== undefined) {
     const known = ENTITY_TYPE_KEY.test(requestedType) && (await trx.selectFrom('entity_types').select('key').where('key', '=', requestedType).executeTakeFirst());
     if (!known) throw badRequest('No such entity type');
   }
-  let entity = await findEntity(trx, id);
+  let entity = await findEntity(trx, id, { lock });
   let created = false;
   if (!entity) {
     const type = requestedType ?? DATASUBJECT;
@@ -57,7 +57,7 @@ export async function resolveForStore(trx: Kysely<Database>, id: string, request
       .onConflict((oc) => oc.column('id').doNothing())
       .executeTakeFirst();
     created = Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
-    entity = await findEntity(trx, id);
+    entity = await findEntity(trx, id, { lock });
     if (!entity) throw new Error(`entity ${JSON.stringify(id)} vanished while being created`);
   }
   if (requestedType !== undefined && entity.type !== requestedType) throw entityTypeMismatch(entity.type);
