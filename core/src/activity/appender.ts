@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { nowIso } from '../util/time.js';
 import type { ActivityLog, ActivityRecord } from './log.js';
+import { CommitQueue } from '../db/commit-queue.js';
 import { insertRows } from '../db/insert-rows.js';
 import { toRecordRow } from './records.js';
 import type { ActivitySealer } from './sealer.js';
@@ -19,19 +20,27 @@ export interface AppenderHooks {
 interface Queued {
   records: ActivityRecord[];
   queuedAt: number;
-  resolve: () => void;
-  reject: (err: unknown) => void;
 }
 
 export class PendingActivityLog implements ActivityLog {
-  private queue: Queued[] = [];
-  private flushing = false;
+  /**
+   * One transaction per round for every read queued since the last one: under load a round
+   * carries hundreds of records for the price of one commit.
+   */
+  private readonly reads: CommitQueue<Queued, void>;
 
   constructor(
-    private readonly db: Kysely<Database>,
+    db: Kysely<Database>,
     private readonly sealer: ActivitySealer,
     private readonly hooks: AppenderHooks = {},
-  ) {}
+  ) {
+    this.reads = new CommitQueue<Queued, void>(db, async (trx, batch) => {
+      const started = performance.now();
+      if (this.hooks.observeQueueWait) for (const q of batch) this.hooks.observeQueueWait((started - q.queuedAt) / 1000);
+      await this.append(trx, batch.flatMap((q) => q.records));
+      return batch.map(() => ({ ok: true as const, value: undefined }));
+    });
+  }
 
   async append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void> {
     if (records.length === 0) return;
@@ -51,40 +60,6 @@ export class PendingActivityLog implements ActivityLog {
 
   record(records: ActivityRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this.queue.push({ records, queuedAt: performance.now(), resolve, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        // After this turn's I/O: every request that arrived with this one joins its commit.
-        setImmediate(() => void this.flush());
-      }
-    });
-  }
-
-  /**
-   * One transaction per round for every read queued since the last one: under load a round
-   * carries hundreds of records for the price of one commit.
-   */
-  private async flush(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        let batch: Queued[] = [];
-        try {
-          await this.db.transaction().execute(async (trx) => {
-            // Taken once the connection is ours, so everything queued while waiting for it rides along.
-            batch = this.queue;
-            this.queue = [];
-            const started = performance.now();
-            if (this.hooks.observeQueueWait) for (const q of batch) this.hooks.observeQueueWait((started - q.queuedAt) / 1000);
-            await this.append(trx, batch.flatMap((q) => q.records));
-          });
-          for (const q of batch) q.resolve();
-        } catch (err) {
-          for (const q of batch) q.reject(err);
-        }
-      }
-    } finally {
-      this.flushing = false;
-    }
+    return this.reads.submit({ records, queuedAt: performance.now() });
   }
 }

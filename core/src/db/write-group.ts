@@ -10,73 +10,45 @@
  * PostgreSQL runs concurrent transactions on its own connections: each write keeps its own.
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { CommitQueue, type Outcome } from './commit-queue.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
-interface Queued {
-  work: (trx: Transaction<Database>) => Promise<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (err: unknown) => void;
-}
+type Work = (trx: Transaction<Database>) => Promise<unknown>;
 
 /** Writes per shared transaction: bounds how long the first of them waits for its answer. */
 const GROUP_LIMIT = 64;
 
 export class WriteGroup {
-  private queue: Queued[] = [];
-  private flushing = false;
+  private readonly queue: CommitQueue<Work, unknown>;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    this.queue = new CommitQueue(db, runInSavepoints, GROUP_LIMIT);
+  }
 
   /** Runs `work` in a transaction of its own or in a savepoint of a shared one; resolves after the commit. */
   transaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     if (this.dialect === 'postgres') return this.db.transaction().execute(work);
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
-      }
-    });
+    return this.queue.submit(work) as Promise<T>;
   }
+}
 
-  private async flush(): Promise<void> {
+async function runInSavepoints(trx: Transaction<Database>, works: Work[]): Promise<Outcome<unknown>[]> {
+  const outcomes: Outcome<unknown>[] = [];
+  for (const work of works) {
+    await sql`savepoint write_group`.execute(trx);
     try {
-      while (this.queue.length > 0) {
-        let group: Queued[] = [];
-        const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
-        try {
-          await this.db.transaction().execute(async (trx) => {
-            // Taken once the connection is ours, so what queued while waiting for it rides along.
-            group = this.queue.splice(0, GROUP_LIMIT);
-            for (const item of group) {
-              await sql`savepoint write_group`.execute(trx);
-              try {
-                const value = await item.work(trx);
-                await sql`release write_group`.execute(trx);
-                outcomes.push({ ok: true, value });
-              } catch (error) {
-                await sql`rollback to write_group`.execute(trx);
-                await sql`release write_group`.execute(trx);
-                outcomes.push({ ok: false, error });
-              }
-            }
-          });
-        } catch (err) {
-          for (const item of group) item.reject(err);
-          continue;
-        }
-        group.forEach((item, i) => {
-          const outcome = outcomes[i];
-          if (outcome.ok) item.resolve(outcome.value);
-          else item.reject(outcome.error);
-        });
-      }
-    } finally {
-      this.flushing = false;
+      const value = await work(trx);
+      await sql`release write_group`.execute(trx);
+      outcomes.push({ ok: true, value });
+    } catch (error) {
+      await sql`rollback to write_group`.execute(trx);
+      await sql`release write_group`.execute(trx);
+      outcomes.push({ ok: false, error });
     }
   }
+  return outcomes;
 }

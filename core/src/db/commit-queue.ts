@@ -1,0 +1,69 @@
+/**
+ * Work that shares a transaction with whatever else arrived meanwhile: items queue up, and
+ * once per turn of the event loop one transaction takes every item queued by the time it has
+ * the connection. Each item is settled only after that transaction committed (or with the
+ * transaction's error when it failed), so nothing is answered as done before it is durable.
+ */
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from './schema.js';
+
+export type Outcome<R> = { ok: true; value: R } | { ok: false; error: unknown };
+
+interface Queued<I, R> {
+  item: I;
+  resolve: (value: R) => void;
+  reject: (err: unknown) => void;
+}
+
+export class CommitQueue<I, R> {
+  private queue: Queued<I, R>[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Does the items' work in the shared transaction; one outcome per item, in order. */
+    private readonly work: (trx: Transaction<Database>, items: I[]) => Promise<Outcome<R>[]>,
+    /** Items per transaction: bounds how long the first of them waits for its answer. */
+    private readonly limit = Infinity,
+  ) {}
+
+  submit(item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        // After this turn's I/O: every request that arrived with this one joins its commit.
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        let taken: Queued<I, R>[] = [];
+        let outcomes: Outcome<R>[] = [];
+        try {
+          await this.db.transaction().execute(async (trx) => {
+            // Taken once the connection is ours, so what queued while waiting for it rides along.
+            taken = this.queue.splice(0, this.limit);
+            outcomes = await this.work(
+              trx,
+              taken.map((q) => q.item),
+            );
+          });
+        } catch (err) {
+          for (const q of taken) q.reject(err);
+          continue;
+        }
+        taken.forEach((q, i) => {
+          const outcome = outcomes[i];
+          if (outcome.ok) q.resolve(outcome.value);
+          else q.reject(outcome.error);
+        });
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+}
