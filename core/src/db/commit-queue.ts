@@ -21,7 +21,10 @@ export class CommitQueue<I, R> {
 
   constructor(
     private readonly db: Kysely<Database>,
-    /** Does the items' work in the shared transaction; one outcome per item, in order. */
+    /**
+     * Does the items' work in the shared transaction: one outcome per item, in order. It may
+     * stop early (outcomes for a prefix only); the items it left are first in the next round.
+     */
     private readonly work: (trx: Transaction<Database>, items: I[]) => Promise<Outcome<R>[]>,
     /** Items per transaction: bounds how long the first of them waits for its answer. */
     private readonly limit = Infinity,
@@ -56,10 +59,10 @@ export class CommitQueue<I, R> {
           for (const q of taken) q.reject(err);
           continue;
         }
-        taken.forEach((q, i) => {
-          const outcome = outcomes[i];
-          if (outcome.ok) q.resolve(outcome.value);
-          else q.reject(outcome.error);
+        this.queue.unshift(...taken.slice(outcomes.length));
+        outcomes.forEach((outcome, i) => {
+          if (outcome.ok) taken[i].resolve(outcome.value);
+          else taken[i].reject(outcome.error);
         });
       }
     } finally {

@@ -79,3 +79,20 @@ test('when the shared commit fails, every write in it fails and none of them is 
   await group.transaction((trx) => sql`insert into parent (id) values ('later')`.execute(trx));
   t.deepEqual(await ids(), ['later']);
 });
+
+test('a long write does not hold the writes queued behind it past its own commit', async (t) => {
+  const { statements, ids, group } = await fixture(t);
+  statements.length = 0;
+  const slow = (id: string) =>
+    group.transaction(async (trx) => {
+      await sql`insert into parent (id) values (${id})`.execute(trx);
+      // A bulk of a thousand audit events, say.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return id;
+    });
+  const answered: string[] = [];
+  await Promise.all(['a', 'b', 'c'].map((id) => slow(id).then((v) => answered.push(v))));
+  t.deepEqual(answered, ['a', 'b', 'c']);
+  t.deepEqual(await ids(), ['a', 'b', 'c']);
+  t.is(statements.filter((s) => s === 'commit').length, 3);
+});
