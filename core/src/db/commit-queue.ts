@@ -41,32 +41,32 @@ export class CommitQueue<I, R> {
     });
   }
 
+  /**
+   * One round per turn of the event loop: between rounds the process reads new requests and
+   * writes answers, instead of draining the queue while every connection waits unread.
+   */
   private async flush(): Promise<void> {
+    let taken: Queued<I, R>[] = [];
+    let outcomes: Outcome<R>[] = [];
     try {
-      while (this.queue.length > 0) {
-        let taken: Queued<I, R>[] = [];
-        let outcomes: Outcome<R>[] = [];
-        try {
-          await this.db.transaction().execute(async (trx) => {
-            // Taken once the connection is ours, so what queued while waiting for it rides along.
-            taken = this.queue.splice(0, this.limit);
-            outcomes = await this.work(
-              trx,
-              taken.map((q) => q.item),
-            );
-          });
-        } catch (err) {
-          for (const q of taken) q.reject(err);
-          continue;
-        }
-        this.queue.unshift(...taken.slice(outcomes.length));
-        outcomes.forEach((outcome, i) => {
-          if (outcome.ok) taken[i].resolve(outcome.value);
-          else taken[i].reject(outcome.error);
-        });
-      }
+      await this.db.transaction().execute(async (trx) => {
+        // Taken once the connection is ours, so what queued while waiting for it rides along.
+        taken = this.queue.splice(0, this.limit);
+        outcomes = await this.work(
+          trx,
+          taken.map((q) => q.item),
+        );
+      });
+      this.queue.unshift(...taken.slice(outcomes.length));
+      outcomes.forEach((outcome, i) => {
+        if (outcome.ok) taken[i].resolve(outcome.value);
+        else taken[i].reject(outcome.error);
+      });
+    } catch (err) {
+      for (const q of taken) q.reject(err);
     } finally {
-      this.flushing = false;
+      if (this.queue.length > 0) setImmediate(() => void this.flush());
+      else this.flushing = false;
     }
   }
 }
