@@ -10,6 +10,7 @@
  * Sealed layout: version (1 byte) | nonce (12) | GCM tag (16) | ciphertext.
  */
 import { constants, createCipheriv, createDecipheriv, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from 'node:crypto';
+import { randomInto } from './random-pool.js';
 
 export const DATA_KEY_BYTES = 32;
 const VERSION = 1;
@@ -57,7 +58,8 @@ export function pointAad(dataPointId: string, attribute: string): Buffer {
 }
 
 export function seal(dataKey: Buffer, plaintext: Buffer, aad: Buffer): Buffer {
-  const nonce = randomBytes(NONCE_BYTES);
+  const nonce = Buffer.allocUnsafe(NONCE_BYTES);
+  randomInto(nonce, 0, NONCE_BYTES);
   const cipher = createCipheriv('aes-256-gcm', dataKey, nonce);
   cipher.setAAD(aad);
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);

@@ -4,15 +4,10 @@
  * `createdDate`, then id, which then is the order the points were stored in, and new rows
  * land at the end of the primary-key index instead of at random pages.
  */
-import { randomFillSync } from 'node:crypto';
+import { randomInto } from '../crypto/random-pool.js';
 
 let lastMs = 0;
 let counter = 0;
-
-// Random bytes drawn for many ids at once, as crypto.randomUUID does: a call per id cost more
-// than the rest of making one, and a bulk audit makes thousands.
-const random = Buffer.alloc(8 * 1024);
-let randomUsed = random.length;
 
 export function newPointId(): string {
   let ms = Date.now();
@@ -27,13 +22,9 @@ export function newPointId(): string {
     lastMs = ms;
     counter = 0;
   }
-  if (randomUsed === random.length) {
-    randomFillSync(random);
-    randomUsed = 0;
-  }
   const bytes = Buffer.allocUnsafe(16);
-  random.copy(bytes, 8, randomUsed, randomUsed + 8);
-  randomUsed += 8;
+  // Pooled: a bulk audit makes thousands of ids.
+  randomInto(bytes, 8, 8);
   bytes.writeUIntBE(ms, 0, 6);
   bytes[6] = 0x70 | (counter >> 8);
   bytes[7] = counter & 0xff;
