@@ -40,7 +40,7 @@ export interface VaultProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   /** Starts the same vault (same data directory and database) again. */
   restart(): Promise<VaultProcess>;
-  /** Stops it and removes its data directory. */
+  /** Stops it and removes its data directory and database (a restarted one: its predecessor's too). */
   dispose(): Promise<void>;
 }
 
@@ -50,6 +50,11 @@ export interface SpawnVaultOptions {
   port?: number;
   /** Run the compiled build in this directory (`npm run build` writes dist/) instead of the TypeScript sources. */
   compiled?: string;
+  /**
+   * What disposing must also clean up: a restarted vault takes over its predecessor's
+   * database and data directory, so a test that only keeps the restarted one leaks neither.
+   */
+  inheritedCleanup?: () => Promise<void>;
 }
 
 export async function waitForHttp(url: string, deadlineMs = 60_000): Promise<void> {
@@ -111,6 +116,11 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
     await dropDatabase?.().catch(() => {});
     throw err;
   }
+  const cleanup = async (): Promise<void> => {
+    await dropDatabase?.();
+    if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await options.inheritedCleanup?.();
+  };
   const proc: VaultProcess = {
     url,
     port,
@@ -125,11 +135,10 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
       child.kill(signal);
       return exited;
     },
-    restart: () => spawnVault({ env, dataDir, port, compiled: options.compiled }),
+    restart: () => spawnVault({ env, dataDir, port, compiled: options.compiled, inheritedCleanup: cleanup }),
     async dispose() {
       await proc.stop('SIGKILL');
-      await dropDatabase?.();
-      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      await cleanup();
     },
   };
   return proc;
