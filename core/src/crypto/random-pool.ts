@@ -1,8 +1,8 @@
 /**
  * Random bytes drawn many at a time, as `crypto.randomUUID` draws its own: a CSPRNG call per
- * 12-byte nonce or 8-byte id cost more than the rest of sealing a value or making an id (a
- * structured store seals seven values). Every byte is handed out once. Only for values that
- * become public anyway (nonces, ids): never for keys.
+ * 12-byte nonce cost more than the rest of sealing a value (a structured store seals seven).
+ * Every byte is handed out once. Only for values that become public anyway (nonces): never
+ * for keys.
  */
 import { randomFillSync } from 'node:crypto';
 
