@@ -6,6 +6,12 @@
 import { hash } from 'node:crypto';
 import type { ActivityLogTable } from './tables.js';
 
+/** The last sealed record, kept outside the database to detect records cut off the end. */
+export interface ChainHead {
+  sequence: number;
+  hash: string;
+}
+
 /** The "previous hash" of the first record. */
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -82,7 +88,7 @@ export function chainHash(previousHash: string, row: Omit<ActivityLogTable, 'has
  * insert, and the new head. The same hashes as `chainHash`, without an object per row: a
  * subject read chains twenty records.
  */
-export function chainRecords(head: { sequence: number; hash: string }, records: readonly Unchained[]): { values: unknown[]; head: { sequence: number; hash: string } } {
+export function chainRecords(head: ChainHead, records: readonly Unchained[]): { values: unknown[]; head: ChainHead } {
   const values: unknown[] = [];
   let { sequence, hash: previous } = head;
   for (const record of records) {

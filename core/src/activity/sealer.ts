@@ -9,9 +9,15 @@ import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DialectName } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
-import { CHAINED_COLUMNS, chainRecords, GENESIS_HASH } from './chain.js';
+import { CHAINED_COLUMNS, chainRecords, GENESIS_HASH, type ChainHead } from './chain.js';
 import { chunks, insertValues } from '../db/insert-rows.js';
 import type { RecordRow } from './records.js';
+
+/** The last record of the chain, or the genesis head of an empty log. */
+export async function chainHead(db: Kysely<Database>): Promise<ChainHead> {
+  const head = await db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
+  return head ? { sequence: Number(head.sequence), hash: head.hash } : { sequence: 0, hash: GENESIS_HASH };
+}
 
 /** Key of the PostgreSQL advisory lock that keeps sealing, and so the chain, in one line. */
 export const SEAL_LOCK_KEY = 0x61637476; // "actv"
@@ -137,8 +143,7 @@ export class ActivitySealer {
   /** Chains rows onto the log's head; the caller holds the seal (`trySeal`). */
   async chain(trx: Kysely<Database>, records: readonly RecordRow[]): Promise<void> {
     if (records.length === 0) return;
-    const head = await trx.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
-    const { values } = chainRecords(head ? { sequence: Number(head.sequence), hash: head.hash } : { sequence: 0, hash: GENESIS_HASH }, records);
+    const { values } = chainRecords(await chainHead(trx), records);
     await insertValues(trx, this.dialect, 'activity_log', CHAINED_COLUMNS, values);
   }
 

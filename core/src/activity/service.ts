@@ -8,9 +8,9 @@ import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import type { EventType, Location } from '../rules/engine.js';
 import { parseIsoDate } from '../util/time.js';
-import { chainHash, GENESIS_HASH } from './chain.js';
+import { chainHash, GENESIS_HASH, type ChainHead } from './chain.js';
 import { chunks, INSERT_CHUNK } from '../db/insert-rows.js';
-import type { ActivitySealer } from './sealer.js';
+import { chainHead, type ActivitySealer } from './sealer.js';
 import type { EventOrigin } from './log.js';
 import type { ActivityLogTable, ActivityPendingTable } from './tables.js';
 
@@ -47,11 +47,7 @@ export interface ActivityQuery {
   count?: number;
 }
 
-/** The last sealed record, kept outside the database to detect records cut off the end. */
-export interface ChainHead {
-  sequence: number;
-  hash: string;
-}
+export type { ChainHead } from './chain.js';
 
 export interface VerifyResult {
   valid: boolean;
@@ -163,11 +159,6 @@ export function parseChainHead(text: string): ChainHead | undefined {
   return match ? { sequence: Number(match[1]), hash: match[2] } : undefined;
 }
 
-export async function chainHead(db: Kysely<Database>): Promise<ChainHead> {
-  const head = await db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
-  return head ? { sequence: Number(head.sequence), hash: head.hash } : { sequence: 0, hash: GENESIS_HASH };
-}
-
 type Filterable = 'activity_log' | 'activity_pending';
 
 /** The literal the partial point index is declared with: a bound parameter would not match it. */
@@ -199,11 +190,9 @@ function filtered<T extends Filterable>(
   // Both tables share these columns; the builder cannot see that through the union of types.
   let q = query as unknown as SelectQueryBuilder<Database, 'activity_log', ActivityLogTable>;
   if (filter.subjectId !== undefined) q = q.where('subject_id', '=', filter.subjectId);
-  if (filter.dataPointId !== undefined) {
-    // Every record of a point names the point's subject: the subject index narrows to them.
-    if (filter.subjectsOfPoint !== undefined && filter.subjectId === undefined) q = q.where('subject_id', 'in', filter.subjectsOfPoint);
-    q = q.where('data_point_id', '=', filter.dataPointId);
-  }
+  // Every record of a point names the point's subject: the subject index narrows to them.
+  if (filter.subjectsOfPoint !== undefined) q = q.where('subject_id', 'in', filter.subjectsOfPoint);
+  if (filter.dataPointId !== undefined) q = q.where('data_point_id', '=', filter.dataPointId);
   if (filter.attribute !== undefined) q = q.where('attribute', '=', filter.attribute);
   if (filter.eventType !== undefined) q = q.where('event_type', '=', filter.eventType);
   if (filter.applicationId !== undefined) q = q.where('application_id', '=', filter.applicationId);
@@ -233,7 +222,7 @@ export class ActivityService {
     const snapshot = this.db.getExecutor().adapter instanceof PostgresAdapter ? this.db.transaction().setIsolationLevel('repeatable read') : this.db.transaction();
     return snapshot.execute(async (db) => {
       let filter: ActivityQuery & { subjectsOfPoint?: string[] } = query;
-      if (query.dataPointId !== undefined) {
+      if (query.dataPointId !== undefined && query.subjectId === undefined) {
         const subjects = await subjectsOfPoint(db, query.dataPointId);
         if (subjects.length === 0) return [];
         filter = { ...query, subjectsOfPoint: subjects };
