@@ -4,7 +4,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { compiledQuery } from '../db/compiled.js';
-import { dialectOf } from '../db/dialect.js';
+import { jsonList, parseJsonList } from '../db/json-list.js';
 import type { Database, DatapointsTable } from '../db/schema.js';
 import { withOffset } from '../util/time.js';
 
@@ -107,15 +107,9 @@ const labelsOfOne = compiledQuery<[string, string], { kind: string; name: string
  * rather than three (each statement costs a read transaction of its own).
  */
 export function labelColumns(db: Kysely<Database>) {
-  if (dialectOf(db) === 'postgres') {
-    return [
-      sql<unknown>`(select coalesce(json_agg(t.tag), '[]'::json) from datapoint_tags t where t.datapoint_id = datapoints.id)`.as('tags_json'),
-      sql<unknown>`(select coalesce(json_agg(r.regulation), '[]'::json) from datapoint_regulations r where r.datapoint_id = datapoints.id)`.as('regulations_json'),
-    ] as const;
-  }
   return [
-    sql<unknown>`(select json_group_array(t.tag) from datapoint_tags t where t.datapoint_id = datapoints.id)`.as('tags_json'),
-    sql<unknown>`(select json_group_array(r.regulation) from datapoint_regulations r where r.datapoint_id = datapoints.id)`.as('regulations_json'),
+    jsonList(db, { table: 'datapoint_tags', value: 'tag', owner: 'datapoint_id', ownerKey: 'datapoints.id' }).as('tags_json'),
+    jsonList(db, { table: 'datapoint_regulations', value: 'regulation', owner: 'datapoint_id', ownerKey: 'datapoints.id' }).as('regulations_json'),
   ] as const;
 }
 
@@ -127,7 +121,7 @@ export interface LabelledRow {
 
 /** The labels carried by rows selected with `labelColumns`. */
 export function labelsOf(rows: readonly LabelledRow[]): Labels {
-  const list = (value: unknown): string[] => (typeof value === 'string' ? (JSON.parse(value) as string[]) : ((value as string[] | null) ?? [])).sort();
+  const list = (value: unknown): string[] => parseJsonList(value).sort();
   return {
     tags: new Map(rows.map((r) => [r.id, list(r.tags_json)])),
     regulations: new Map(rows.map((r) => [r.id, list(r.regulations_json)])),

@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
+import { jsonList, parseJsonList } from '../db/json-list.js';
 import { compiledQuery } from '../db/compiled.js';
 import type { Database, EntitiesTable } from '../db/schema.js';
 import { ensureTags } from '../tags/repository.js';
@@ -14,12 +15,8 @@ export interface Entity {
   updated: string;
 }
 
-/** The entity's tags, sorted, as a JSON array in the entity's own row. */
-function tagsColumn(db: Kysely<Database>) {
-  return dialectOf(db) === 'postgres'
-    ? sql<unknown>`(select coalesce(json_agg(t.tag order by t.tag), '[]'::json) from entity_tags t where t.entity_id = entities.id)`.as('tags_json')
-    : sql<unknown>`(select json_group_array(t.tag order by t.tag) from entity_tags t where t.entity_id = entities.id)`.as('tags_json');
-}
+/** The entity's tags, sorted, in the entity's own row. */
+const tagsColumn = (db: Kysely<Database>) => jsonList(db, { table: 'entity_tags', value: 'tag', owner: 'entity_id', ownerKey: 'entities.id', sorted: true }).as('tags_json');
 
 type EntityRow = Selectable<EntitiesTable> & { tags_json: unknown };
 
@@ -37,8 +34,7 @@ const lockedEntityById = compiledQuery<[string], EntityRow>(1, (db, id) =>
 export async function findEntity(db: Kysely<Database>, id: string, { lock = false } = {}): Promise<Entity | undefined> {
   const [row] = await (lock && dialectOf(db) === 'postgres' ? lockedEntityById : entityById)(db, id);
   if (!row) return undefined;
-  const tags = (typeof row.tags_json === 'string' ? JSON.parse(row.tags_json) : row.tags_json) as string[];
-  return { id: row.id, type: row.type, tags, legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
+  return { id: row.id, type: row.type, tags: parseJsonList(row.tags_json), legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
 }
 
 export interface NewEntity {
