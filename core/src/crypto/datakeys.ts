@@ -10,7 +10,7 @@
  * then cost one RSA decryption per data key, not one per data point.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { generateDataKey, unwrapDataKey, wrapDataKey, EnvelopeError } from './envelope.js';
@@ -23,6 +23,18 @@ interface CachedKey {
   /** The registered key that wrapped it: only its private half may use the cached copy. */
   encryptionKeyId: string;
 }
+
+export interface StoreKeyOptions {
+  /** A key id whose `subject_keys` row the caller saw in this transaction (`liveKeyColumn`). */
+  confirmed?: string;
+}
+
+/**
+ * `exists(...)`: whether the data key `keyId` (a value, possibly null) still belongs to the
+ * entity whose id `entityRef` names, as a column of a statement the caller runs anyway.
+ */
+export const liveKeyColumn = (keyId: string | null, entityRef: string) =>
+  sql<unknown>`exists (select 1 from subject_keys k where k.id = ${keyId} and k.entity_id = ${sql.ref(entityRef)})`.as('key_live');
 
 export interface DataKey {
   id: string;
@@ -52,12 +64,11 @@ export class DataKeys {
    * purged the subject) and was wrapped by the key now in use; otherwise a fresh key is
    * generated and its wrapped copy written in the same transaction.
    */
-  async forStore(trx: Kysely<Database>, entityId: string, wrapping: RegisteredKey, now: string, readers: readonly RegisteredKey[] = []): Promise<DataKey> {
-    const currentId = this.current.get(entityId);
-    const cached = currentId === undefined ? undefined : this.byId.get(currentId);
-    if (currentId !== undefined && cached && cached.entityId === entityId && cached.encryptionKeyId === wrapping.id) {
-      const row = await trx.selectFrom('subject_keys').select('id').where('id', '=', currentId).where('entity_id', '=', entityId).executeTakeFirst();
-      if (row) return { id: currentId, key: cached.key };
+  async forStore(trx: Kysely<Database>, entityId: string, wrapping: RegisteredKey, now: string, readers: readonly RegisteredKey[] = [], { confirmed }: StoreKeyOptions = {}): Promise<DataKey> {
+    const currentId = this.reusable(entityId, wrapping);
+    if (currentId !== undefined) {
+      const live = confirmed === currentId || (await trx.selectFrom('subject_keys').select('id').where('id', '=', currentId).where('entity_id', '=', entityId).executeTakeFirst()) !== undefined;
+      if (live) return { id: currentId, key: this.byId.get(currentId)!.key };
       this.byId.delete(currentId);
     }
     const key = generateDataKey();
@@ -79,6 +90,13 @@ export class DataKeys {
     this.byId.set(id, { key, entityId, encryptionKeyId: wrapping.id });
     this.current.set(entityId, id);
     return { id, key };
+  }
+
+  /** The cached data key `forStore` would reuse for this subject, if its row still exists. */
+  reusable(entityId: string, wrapping: RegisteredKey): string | undefined {
+    const currentId = this.current.get(entityId);
+    const cached = currentId === undefined ? undefined : this.byId.get(currentId);
+    return cached && cached.entityId === entityId && cached.encryptionKeyId === wrapping.id ? currentId : undefined;
   }
 
   /**

@@ -107,6 +107,22 @@ test('a store reuses the in-memory key while its wrapped copy exists, and makes 
   t.deepEqual(unwrapDataKey(privateKey, Buffer.from(row.wrapped_key)), fresh.key);
 });
 
+test('a store after another process shredded the subject\'s data key seals under a new one, and both stores read as they should', async (t) => {
+  await v.request('POST', '/attributes', { body: { key: 'ENVELOPE_NOTE', schema: 'string', repeatable: true } });
+  const entity = `e-${randomBytes(4).toString('hex')}`;
+  const store = (value: string) =>
+    v.request('POST', `/entities/${entity}/attributes`, { body: { data: [{ attribute: 'ENVELOPE_NOTE', value }] }, headers: { 'x-encryption-key': v.keys.publicKey } });
+  t.is((await store('before')).status, 200);
+  const [first] = await v.vault.db.selectFrom('subject_keys').select('id').where('entity_id', '=', entity).execute();
+  await v.vault.db.deleteFrom('subject_keys').where('entity_id', '=', entity).execute();
+  t.is((await store('after')).status, 200);
+  const keys = await v.vault.db.selectFrom('subject_keys').select('id').where('entity_id', '=', entity).execute();
+  t.is(keys.length, 1);
+  t.not(keys[0].id, first.id, 'the cached key whose row is gone is not used again');
+  const read = await v.request('GET', `/entities/${entity}/attributes/ENVELOPE_NOTE`, { headers: { 'x-decryption-key': v.keys.privateKey } });
+  t.deepEqual(read.body.data.map((p: { value: string }) => p.value), ['after'], 'the value under the shredded key is gone for good');
+});
+
 test('reads unwrap each data key once, and only for a holder of the wrapping key', async (t) => {
   const writer = new DataKeys(10);
   const active = (await v.vault.keyring.active())!;

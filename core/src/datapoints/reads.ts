@@ -3,14 +3,13 @@
  * unwrapped once (then served from memory), and every point read gets a READ record that is
  * committed before the answer leaves.
  */
-import { sql } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import { EnvelopeError, openValue } from '../crypto/envelope.js';
 import type { DecryptionCredential } from '../crypto/keys.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import { badRequest, forbidden, notFound, VaultError } from '../errors.js';
 import { compiledQuery } from '../db/compiled.js';
-import { PROHIBITED_MESSAGE } from '../rules/evaluator.js';
+import { prohibitedColumn, refuseIfProhibited } from '../rules/prohibitions.js';
 import { nowIso } from '../util/time.js';
 import { labelColumns, labelsOf, READ_COLUMNS, toDataPoint, type DataPoint, type LabelledRow, type PointView } from './model.js';
 import { MESSAGES, type DataPlaneDeps, type PathForm } from './plane.js';
@@ -24,21 +23,17 @@ export interface ReadInput {
 
 type ReadRow = PointView & LabelledRow & { ciphertext: Buffer | null };
 
-/** Whether a rule prohibits `operation` on the row's entity, as a column of the same statement. */
-const prohibitedColumn = (table: 'datapoints' | 'entities', column: 'entity_id' | 'id', operation: string) =>
-  sql<unknown>`exists (select 1 from entity_prohibitions p where p.entity_id = ${sql.ref(`${table}.${column}`)} and p.operation = ${operation})`.as('prohibited');
-
 const pointById = compiledQuery<[string], ReadRow & { prohibited: unknown }>(1, (db, id) =>
   db
     .selectFrom('datapoints')
     .select(READ_COLUMNS)
     .select('ciphertext')
     .select(labelColumns(db))
-    .select(prohibitedColumn('datapoints', 'entity_id', 'READ'))
+    .select(prohibitedColumn('datapoints.entity_id', 'READ', 'prohibited'))
     .where('id', '=', id),
 );
 const entityById = compiledQuery<[string], { id: string; type: string; prohibited: unknown }>(1, (db, id) =>
-  db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities', 'id', 'READ')).where('id', '=', id),
+  db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities.id', 'READ', 'prohibited')).where('id', '=', id),
 );
 
 export class DataPointReader {
@@ -105,7 +100,7 @@ export class DataPointReader {
     const credential = await this.deps.keyring.requireDecryptionKey(decryptionKey);
     const [row] = await pointById(this.deps.reader, dataPointId);
     if (!row || !canAccessAttribute(caller, row.attribute)) throw notFound(MESSAGES.dataNotFound);
-    if (truthy(row.prohibited)) throw forbidden(PROHIBITED_MESSAGE);
+    refuseIfProhibited(row.prohibited);
     const [point] = await this.answer(caller, [row], credential);
     return point;
   }
@@ -114,7 +109,7 @@ export class DataPointReader {
     const [entity] = await entityById(this.deps.reader, entityId);
     if (!entity) throw notFound(MESSAGES.dataNotFound);
     if (form === 'datasubjects' && entity.type !== DATASUBJECT) throw badRequest(MESSAGES.notDataSubject);
-    if (truthy(entity.prohibited)) throw forbidden(PROHIBITED_MESSAGE);
+    refuseIfProhibited(entity.prohibited);
   }
 
   /** Opens the rows, records the reads, and answers them (404 when nothing is left to answer). */
@@ -165,9 +160,4 @@ export class DataPointReader {
     }
     return out;
   }
-}
-
-/** SQLite answers 0/1, PostgreSQL a boolean. */
-function truthy(value: unknown): boolean {
-  return value === true || value === 1 || value === '1';
 }

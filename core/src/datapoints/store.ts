@@ -18,10 +18,12 @@ import { locate } from '../geo/locate.js';
 import { runAfterCommit, type CandidatePoint, type RuleEffects, type RuleEntity } from '../rules/engine.js';
 import { ensureTags } from '../tags/repository.js';
 import { checkTagNames } from '../tags/service.js';
+import { PROHIBITED_MESSAGE } from '../rules/prohibitions.js';
 import { nowIso } from '../util/time.js';
 import { newPointId } from './ids.js';
+import { findStoreContext } from './store-context.js';
 import { isSensitivity, SENSITIVITY_MESSAGE, toDataPoint, type DataPoint } from './model.js';
-import { deleteStructures, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type EntityRow, type PathForm } from './plane.js';
+import { deleteStructures, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type PathForm } from './plane.js';
 
 export interface AttributeInput {
   attribute: string;
@@ -96,10 +98,11 @@ export class DataPointStore {
     const leaves = items.map((item) => checkValue(definitions.get(item.attribute)!.schema, item.value, item.attribute));
     const location = locate(input.request.origin ?? input.clientAddress);
     const requestedType = input.request.entityType ?? (input.form === 'datasubjects' ? DATASUBJECT : undefined);
+    const reusableKey = dataKeys.reusable(input.entityId, wrapping);
 
     const effects: RuleEffects[] = [];
     const stored = await this.deps.writes.transaction(async (trx) => {
-      const entity = await this.resolveEntity(trx, input.entityId, requestedType);
+      const { entity } = await resolveForStore(trx, input.entityId, requestedType, { find: (db, id) => findStoreContext(db, id, reusableKey) });
       for (const definition of definitions.values()) {
         const types = definition.entityTypes.length > 0 ? definition.entityTypes : [DATASUBJECT];
         if (!types.includes(entity.type)) throw badRequest(MESSAGES.notApplicable);
@@ -107,9 +110,8 @@ export class DataPointStore {
       const entityTags = entity.tags;
 
       const overwritten = await existingRoots(trx, entity.id, [...definitions.values()].filter((d) => !d.repeatable).map((d) => d.key));
-      if (overwritten.size > 0 && entity.legal_hold === 1) throw forbidden(MESSAGES.legalHoldOverwrite);
-      await rules().checkProhibited(trx, entity.id, 'STORE');
-      if (overwritten.size > 0) await rules().checkProhibited(trx, entity.id, 'UPDATE');
+      if (overwritten.size > 0 && entity.legalHold) throw forbidden(MESSAGES.legalHoldOverwrite);
+      if (entity.storeProhibited || (overwritten.size > 0 && entity.updateProhibited)) throw forbidden(PROHIBITED_MESSAGE);
 
       const planned: Planned[] = items.map((item, i) => {
         const definition = definitions.get(item.attribute)!;
@@ -133,15 +135,15 @@ export class DataPointStore {
         };
       });
 
-      const ruleEntity: RuleEntity = { id: entity.id, type: entity.type, tags: new Set(entityTags), legalHold: entity.legal_hold === 1 };
+      const ruleEntity: RuleEntity = { id: entity.id, type: entity.type, tags: new Set(entityTags), legalHold: entity.legalHold };
       for (const eventType of ['STORE', 'UPDATE'] as const) {
         const points = planned.filter((p) => (p.replaces ? 'UPDATE' : 'STORE') === eventType).map((p) => p.candidate);
         if (points.length === 0) continue;
-        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, location, eventType, reportOnly: false }));
+        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, location, eventType, reportOnly: false, rulesVersion: entity.rulesVersion }));
       }
 
       const now = nowIso();
-      const dataKey = await dataKeys.forStore(trx, entity.id, wrapping, now, registered);
+      const dataKey = await dataKeys.forStore(trx, entity.id, wrapping, now, registered, { confirmed: entity.liveKeyId });
       await ensureTags(trx, planned.flatMap((p) => [...p.candidate.tags]));
       const oldRoots = [...overwritten.values()].flat().map((r) => r.id);
       if (oldRoots.length > 0) await deleteStructures(trx, oldRoots);
@@ -213,17 +215,6 @@ export class DataPointStore {
     });
     runAfterCommit(effects, (err) => this.deps.logger.error({ err }, 'rule effect failed after a store'));
     return stored;
-  }
-
-  /**
-   * The entity a store writes to: created with the requested type (default `datasubject`)
-   * when it does not exist, with the interface's 400s otherwise. On PostgreSQL it is then
-   * locked for the rest of the transaction so its legal hold is read as it stands; SQLite
-   * runs one writer at a time, so what was just read is already current.
-   */
-  private async resolveEntity(trx: Kysely<Database>, id: string, requestedType: string | undefined): Promise<EntityRow & { tags: string[] }> {
-    const { entity } = await resolveForStore(trx, id, requestedType, { lock: true });
-    return { id: entity.id, type: entity.type, legal_hold: entity.legalHold ? 1 : 0, tags: entity.tags };
   }
 }
 

@@ -15,10 +15,14 @@ export interface Entity {
   updated: string;
 }
 
-/** The entity's tags, sorted, in the entity's own row. */
-const tagsColumn = (db: Kysely<Database>) => jsonList(db, { table: 'entity_tags', value: 'tag', owner: 'entity_id', ownerKey: 'entities.id', sorted: true }).as('tags_json');
+/** The entity's tags, sorted, in the entity's own row (`toEntity` reads it back). */
+export const tagsColumn = (db: Kysely<Database>) => jsonList(db, { table: 'entity_tags', value: 'tag', owner: 'entity_id', ownerKey: 'entities.id', sorted: true }).as('tags_json');
 
-type EntityRow = Selectable<EntitiesTable> & { tags_json: unknown };
+export type EntityRow = Selectable<EntitiesTable> & { tags_json: unknown };
+
+export function toEntity(row: EntityRow): Entity {
+  return { id: row.id, type: row.type, tags: parseJsonList(row.tags_json), legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
+}
 
 // Every store looks its entity up, with its tags, in one statement compiled once: Kysely's
 // builder costs more than the lookup, and on PostgreSQL each statement is a round trip.
@@ -33,8 +37,7 @@ const lockedEntityById = compiledQuery<[string], EntityRow>(1, (db, id) =>
  */
 export async function findEntity(db: Kysely<Database>, id: string, { lock = false } = {}): Promise<Entity | undefined> {
   const [row] = await (lock && dialectOf(db) === 'postgres' ? lockedEntityById : entityById)(db, id);
-  if (!row) return undefined;
-  return { id: row.id, type: row.type, tags: parseJsonList(row.tags_json), legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
+  return row && toEntity(row);
 }
 
 export interface NewEntity {

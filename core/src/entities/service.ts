@@ -27,10 +27,17 @@ export function entityTypeMismatch(actualType: string) {
   return badRequest(`Entity is of type ${actualType}, which does not match the provided entity type`);
 }
 
-export interface ResolvedEntity {
-  entity: Entity;
+export interface ResolvedEntity<E extends Entity = Entity> {
+  entity: E;
   /** True when this call created it. */
   created: boolean;
+}
+
+export interface ResolveOptions<E extends Entity> {
+  /** Lock the entity's row to the end of the transaction (`findEntity`'s `lock`). */
+  lock?: boolean;
+  /** How to look the entity up, for a caller that reads more in the same statement. */
+  find?: (trx: Kysely<Database>, id: string) => Promise<E | undefined>;
 }
 
 /**
@@ -39,13 +46,18 @@ export interface ResolvedEntity {
  * existing type is accepted, and a new entity is a `datasubject`. Throws 400 `No such
  * entity type` and the interface's type-mismatch 400.
  */
-export async function resolveForStore(trx: Kysely<Database>, id: string, requestedType?: string, { lock = false } = {}): Promise<ResolvedEntity> {
+export async function resolveForStore<E extends Entity = Entity>(
+  trx: Kysely<Database>,
+  id: string,
+  requestedType?: string,
+  { lock = false, find = (db, entityId) => findEntity(db, entityId, { lock }) as Promise<E | undefined> }: ResolveOptions<E> = {},
+): Promise<ResolvedEntity<E>> {
   checkEntityId(id);
   if (requestedType !== undefined) {
     const known = ENTITY_TYPE_KEY.test(requestedType) && (await trx.selectFrom('entity_types').select('key').where('key', '=', requestedType).executeTakeFirst());
     if (!known) throw badRequest('No such entity type');
   }
-  let entity = await findEntity(trx, id, { lock });
+  let entity = await find(trx, id);
   let created = false;
   if (!entity) {
     const type = requestedType ?? DATASUBJECT;
@@ -57,7 +69,7 @@ export async function resolveForStore(trx: Kysely<Database>, id: string, request
       .onConflict((oc) => oc.column('id').doNothing())
       .executeTakeFirst();
     created = Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
-    entity = await findEntity(trx, id, { lock });
+    entity = await find(trx, id);
     if (!entity) throw new Error(`entity ${JSON.stringify(id)} vanished while being created`);
   }
   if (requestedType !== undefined && entity.type !== requestedType) throw entityTypeMismatch(entity.type);

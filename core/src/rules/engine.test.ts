@@ -6,7 +6,7 @@ import { findEntity, insertEntity } from '../entities/repository.js';
 import { isVaultError } from '../errors.js';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import type { CandidatePoint, DataRuleContext, RuleEntity } from './engine.js';
-import { PROHIBITED_MESSAGE } from './evaluator.js';
+import { PROHIBITED_MESSAGE } from './prohibitions.js';
 
 let v: TestVault;
 test.before(async () => {

@@ -51,6 +51,8 @@ export interface DataRuleContext {
   location?: Location;
   eventType: 'STORE' | 'UPDATE';
   reportOnly: boolean;
+  /** The rules' version stamp when the caller read it in `trx` already. */
+  rulesVersion?: unknown;
 }
 
 export interface ActivityEvent {

@@ -6,7 +6,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { startTestVault, type Response, type TestVault } from '../testing/harness.js';
-import { PROHIBITED_MESSAGE } from './evaluator.js';
+import { PROHIBITED_MESSAGE } from './prohibitions.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -259,6 +259,37 @@ test('prohibition of stores: the next store is refused', async (t) => {
   const again = await store(entity, [{ attribute: attr, value: 'second' }]);
   t.is(again.status, 403);
   t.is(again.body.message, PROHIBITED_MESSAGE);
+});
+
+test('prohibition of updates: an overwrite is refused, a first value is not', async (t) => {
+  const trigger = await define(uid('LOCK'));
+  const name = await define(uid('NAME'));
+  const other = await define(uid('CITY'));
+  await rule({ constraint: on(trigger), action: { type: 'prohibition', prohibitions: ['UPDATE'] } });
+  const entity = uid('e');
+  t.is((await store(entity, [{ attribute: name, value: 'Ada' }])).status, 200);
+  t.is((await store(entity, [{ attribute: trigger, value: 'yes' }])).status, 200);
+  const overwrite = await store(entity, [{ attribute: name, value: 'Grace' }]);
+  t.is(overwrite.status, 403);
+  t.is(overwrite.body.message, PROHIBITED_MESSAGE);
+  t.is((await store(entity, [{ attribute: other, value: 'Paris' }])).status, 200, 'a first value is a STORE, not an UPDATE');
+  t.is((await readAttribute(entity, name)).body.data[0].value, 'Ada');
+});
+
+test('a rule another process wrote straight to the database applies to the next store', async (t) => {
+  const attr = await define(uid('NOTE'));
+  const entity = uid('e');
+  const before = await store(entity, [{ attribute: attr, value: 'one' }]);
+  t.false(before.body.data[0].tags.includes('from_elsewhere'));
+  const now = new Date().toISOString();
+  await v.vault.db.transaction().execute(async (trx) => {
+    const definition = JSON.stringify({ constraint: on(attr), action: { type: 'tag', tag: 'from_elsewhere' } });
+    await trx.insertInto('rules').values({ key: uid('sql'), name: null, type: 'data', definition, execution_order: 1, created_date: now, modified_date: now }).execute();
+    await trx.updateTable('rules_version').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).execute();
+  });
+  const after = await store(entity, [{ attribute: attr, value: 'two' }]);
+  t.is(after.status, 200);
+  t.true(after.body.data[0].tags.includes('from_elsewhere'));
 });
 
 test('a purge takes the subject\'s prohibitions with it: a new subject under the same id starts clean', async (t) => {

@@ -17,10 +17,8 @@ import { DEFAULT_BLOCK_MESSAGE } from './compile.js';
 import type { ActivityRuleContext, CandidatePoint, DataRuleContext, EventType, RuleEffects, RuleEntity, RulesEngine } from './engine.js';
 import { matches, type Subject } from './match.js';
 import type { StoredRule } from './model.js';
+import { PROHIBITED_MESSAGE } from './prohibitions.js';
 import type { RuleService } from './service.js';
-
-/** What `checkProhibited` answers (403) when a rule has prohibited the operation on the entity. */
-export const PROHIBITED_MESSAGE = 'Forbidden by rule';
 
 const DAY_MS = 86_400_000;
 
@@ -48,7 +46,7 @@ export class VaultRulesEngine implements RulesEngine {
   ) {}
 
   async evaluateData(ctx: DataRuleContext): Promise<RuleEffects> {
-    const set = await this.service.ruleSet(ctx.trx);
+    const set = await this.service.ruleSet(ctx.trx, ctx.rulesVersion);
     if (set.data.length === 0 || ctx.points.length === 0) return { afterCommit: [] };
     const alerts: Alert[] = [];
     const changes = newChanges();

@@ -9,7 +9,7 @@
  * per store (a time-to-live would save that lookup but let a deleted block rule keep
  * refusing stores, or a new one miss them, until it expired).
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
@@ -18,6 +18,9 @@ import { nowIso } from '../util/time.js';
 import { parseRule } from './compile.js';
 import { actionGroup, type StoredRule } from './model.js';
 import type { RulesTable } from './tables.js';
+
+/** The rules' version stamp as a column of a statement the caller runs anyway (see `ruleSet`). */
+export const rulesVersionColumn = () => sql<unknown>`(select version from rules_version where id = 1)`.as('rules_version');
 
 export interface RuleView {
   [member: string]: unknown;
@@ -159,20 +162,24 @@ export class RuleService {
    */
   private readonly perTransaction = new WeakMap<object, Promise<RuleSet>>();
 
-  /** The current rules, read through `db` (the caller's transaction when it has one). */
-  async ruleSet(db: Kysely<Database>): Promise<RuleSet> {
-    if (!db.isTransaction) return this.load(db);
+  /**
+   * The current rules, read through `db` (the caller's transaction when it has one).
+   * `knownVersion`: the version stamp the caller already read in that transaction (through
+   * `rulesVersionColumn`), which spares the engine a statement of its own.
+   */
+  async ruleSet(db: Kysely<Database>, knownVersion?: unknown): Promise<RuleSet> {
+    if (!db.isTransaction) return this.load(db, knownVersion);
     let set = this.perTransaction.get(db);
     if (!set) {
-      set = this.load(db);
+      set = this.load(db, knownVersion);
       this.perTransaction.set(db, set);
     }
     return set;
   }
 
-  private async load(db: Kysely<Database>): Promise<RuleSet> {
-    const stamp = await db.selectFrom('rules_version').select('version').where('id', '=', 1).executeTakeFirst();
-    const version = Number(stamp?.version ?? 0);
+  private async load(db: Kysely<Database>, knownVersion?: unknown): Promise<RuleSet> {
+    const stamp = knownVersion === undefined ? (await db.selectFrom('rules_version').select('version').where('id', '=', 1).executeTakeFirst())?.version : knownVersion;
+    const version = Number(stamp ?? 0);
     const cached = this.cached;
     if (cached && cached.version === version) return cached;
     const rows = await db.selectFrom('rules').selectAll().execute();
