@@ -8,7 +8,7 @@ import type { Database } from '../db/schema.js';
 import { nowIso } from '../util/time.js';
 import type { ActivityLog, ActivityRecord } from './log.js';
 import { CommitQueue } from '../db/commit-queue.js';
-import { insertRows } from '../db/insert-rows.js';
+import { InsertBatch, insertRows } from '../db/insert-rows.js';
 import { toRecordRow } from './records.js';
 import type { ActivitySealer } from './sealer.js';
 
@@ -42,19 +42,22 @@ export class PendingActivityLog implements ActivityLog {
     });
   }
 
-  async append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void> {
+  async append(trx: Kysely<Database>, records: ActivityRecord[], inserts?: InsertBatch): Promise<void> {
     if (records.length === 0) return;
     // Outside a transaction the record could commit without the operation it describes.
     if (!trx.isTransaction) throw new Error('activity records must be appended inside a transaction');
     const recordedDate = nowIso();
     const rows = records.map((r) => toRecordRow(r, recordedDate));
     const named = rows.filter((_, i) => records[i].eventId !== undefined).map((r) => ({ recorded_by: r.recorded_by, event_id: r.event_id, summary: r.summary }));
-    await insertRows(trx, this.sealer.dialect, 'activity_event_ids', named);
     if (await this.sealer.mayChainOnAppend(trx)) {
+      await insertRows(trx, this.sealer.dialect, 'activity_event_ids', named);
       await this.sealer.chain(trx, rows);
       return;
     }
-    await insertRows(trx, this.sealer.dialect, 'activity_pending', rows);
+    const batch = inserts ?? new InsertBatch(this.sealer.dialect);
+    batch.add('activity_event_ids', named);
+    batch.add('activity_pending', rows);
+    if (!inserts) await batch.run(trx);
     this.sealer.notify();
   }
 

@@ -9,6 +9,7 @@
  * outlives the request's own statements: records are chained later, by the sealer.
  */
 import type { Kysely } from 'kysely';
+import type { InsertBatch } from '../db/insert-rows.js';
 import type { Database } from '../db/schema.js';
 import type { EventType, Location } from '../rules/engine.js';
 
@@ -44,9 +45,11 @@ export interface ActivityRecord extends EventOrigin {
 export interface ActivityLog {
   /**
    * Writes the records inside the caller's transaction. A record with an `eventId` that its
-   * submitter already used fails the transaction with a unique violation.
+   * submitter already used fails the transaction with a unique violation. `inserts`: the
+   * caller's batch, which it runs before committing; rows that need no statement of their
+   * own before then join it.
    */
-  append(trx: Kysely<Database>, records: ActivityRecord[]): Promise<void>;
+  append(trx: Kysely<Database>, records: ActivityRecord[], inserts?: InsertBatch): Promise<void>;
   /**
    * Commits records that belong to no transaction (reads); resolves once they are durable.
    * Never call it while holding a transaction: on SQLite it needs the connection.

@@ -8,6 +8,7 @@ import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { nowIso } from '../util/time.js';
 import { LruMap } from '../util/lru.js';
+import { FreshCache } from '../util/fresh-cache.js';
 
 export const INVALID_KEY = 'Encoded key provided is invalid';
 const MAX_HEADER_LENGTH = 32 * 1024;
@@ -106,7 +107,8 @@ export interface DecryptionCredential {
 
 export class Keyring {
   private cache = new Map<string, RegisteredKey>();
-  private snapshot?: { keys: RegisteredKey[]; until: number };
+  /** Every registered key (one entry), re-read at most once a second. */
+  private readonly snapshot = new FreshCache<'all', RegisteredKey[]>(1, 1000);
   /**
    * Headers already proven to be a registered key's private half, by keyed digest (never
    * the header itself), so repeated reads skip the parse and the proof. The digest key is
@@ -142,7 +144,7 @@ export class Keyring {
       }
     });
     this.cache.clear();
-    this.snapshot = undefined;
+    this.snapshot.clear();
     this.verified.clear();
     this.publicHeaders.clear();
     return { id, publicKey, status };
@@ -166,13 +168,13 @@ export class Keyring {
   async retire(id: string): Promise<void> {
     await this.db.updateTable('encryption_keys').set({ status: 'retired' }).where('id', '=', id).execute();
     this.cache.clear();
-    this.snapshot = undefined;
+    this.snapshot.clear();
   }
 
   async remove(id: string): Promise<void> {
     await this.db.updateTable('encryption_keys').set({ status: 'destroyed' }).where('id', '=', id).execute();
     this.cache.clear();
-    this.snapshot = undefined;
+    this.snapshot.clear();
     this.verified.clear();
     this.publicHeaders.clear();
   }
@@ -187,9 +189,7 @@ export class Keyring {
    * and a key registered through another process is picked up within that second.
    */
   async registered(): Promise<RegisteredKey[]> {
-    const now = Date.now();
-    if (!this.snapshot || this.snapshot.until < now) this.snapshot = { keys: await this.list(), until: now + 1000 };
-    return this.snapshot.keys;
+    return (await this.snapshot.get('all', () => this.list()))!;
   }
 
   /** Looks a key up by id; a miss re-reads the table, since another process may have registered it. */

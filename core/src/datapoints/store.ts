@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import { blindIndex } from '../blindindex/blindindex.js';
 import { sealValue } from '../crypto/envelope.js';
-import { insertRows } from '../db/insert-rows.js';
+import { InsertBatch } from '../db/insert-rows.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
 import type { Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf } from '../definitions/schema.js';
@@ -194,19 +194,16 @@ export class DataPointStore {
           labels.push({ id, tags: candidate.tags, regulations: candidate.regulations });
         }
       }
-      await insertRows(trx, this.deps.dialect, 'datapoints', rows);
-      await insertRows(trx, this.deps.dialect, 'datapoint_tags', labels.flatMap((l) => [...l.tags].map((tag) => ({ datapoint_id: l.id, tag }))));
-      await insertRows(
-        trx,
-        this.deps.dialect,
-        'datapoint_regulations',
-        labels.flatMap((l) => [...l.regulations].map((regulation) => ({ datapoint_id: l.id, regulation }))),
-      );
-
+      const inserts = new InsertBatch(this.deps.dialect);
+      inserts.add('datapoints', rows);
+      inserts.add('datapoint_tags', labels.flatMap((l) => [...l.tags].map((tag) => ({ datapoint_id: l.id, tag }))));
+      inserts.add('datapoint_regulations', labels.flatMap((l) => [...l.regulations].map((regulation) => ({ datapoint_id: l.id, regulation }))));
       await activity().append(
         trx,
         planned.map((plan, i) => pointRecord(caller, plan.replaces ? 'UPDATE' : 'STORE', roots[i], location, now)),
+        inserts,
       );
+      await inserts.run(trx);
       const labelsById = {
         tags: new Map(labels.map((l) => [l.id, [...l.tags].sort()])),
         regulations: new Map(labels.map((l) => [l.id, [...l.regulations].sort()])),

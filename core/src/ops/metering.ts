@@ -19,8 +19,8 @@ export function meterActivity(log: ActivityLog, metrics: VaultMetrics): Activity
     }
   };
   return {
-    async append(trx, records) {
-      await log.append(trx, records);
+    async append(trx, records, inserts) {
+      await log.append(trx, records, inserts);
       count(records);
     },
     async record(records) {

@@ -9,6 +9,11 @@ export class FreshCache<K, V> {
   private readonly entries: LruMap<K, { value: V; until: number }>;
   /** Bumped by every invalidation, so a load that raced one is not cached. */
   private generation = 0;
+  /**
+   * Loads under way. When an entry expires under load, every request in flight misses at
+   * once: they share one load instead of sending the database one query each.
+   */
+  private readonly loading = new Map<K, Promise<V | undefined>>();
 
   constructor(
     capacity: number,
@@ -18,10 +23,21 @@ export class FreshCache<K, V> {
   }
 
   /** The cached value, or what `load` returns; `undefined` results are never cached. */
-  async get(key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
+  get(key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const now = Date.now();
     const hit = this.entries.get(key);
-    if (hit && hit.until > now) return hit.value;
+    if (hit && hit.until > now) return Promise.resolve(hit.value);
+    const joined = this.loading.get(key);
+    if (joined) return joined;
+    const pending = this.load(key, load, now).finally(() => {
+      // An invalidation meanwhile may have let a newer load take the key's place.
+      if (this.loading.get(key) === pending) this.loading.delete(key);
+    });
+    this.loading.set(key, pending);
+    return pending;
+  }
+
+  private async load(key: K, load: () => Promise<V | undefined>, now: number): Promise<V | undefined> {
     const generation = this.generation;
     const value = await load();
     if (value === undefined) this.entries.delete(key);
@@ -29,13 +45,16 @@ export class FreshCache<K, V> {
     return value;
   }
 
+  /** Also forgets loads under way: a request after an invalidation reads afresh. */
   delete(key: K): void {
     this.generation += 1;
     this.entries.delete(key);
+    this.loading.delete(key);
   }
 
   clear(): void {
     this.generation += 1;
     this.entries.clear();
+    this.loading.clear();
   }
 }
