@@ -6,6 +6,7 @@
  * run, two and four with one; each figure notes the CPU use and the activity-lock waits, so
  * a flat curve shows whether the cores or a lock were the limit.
  */
+import { existsSync } from 'node:fs';
 import { Api, inParallel } from '../api.js';
 import { compare, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
@@ -16,6 +17,15 @@ import type { VaultProcess } from '../../core/src/testing/process.js';
 import type { Figure } from '../report.js';
 
 export const SCENARIOS = ['postgres'];
+
+/** The server's default socket directory, when the database is this machine's. */
+const SOCKET_DIR = '/var/run/postgresql';
+
+function unixSocketUrl(tcpUrl: string): string | undefined {
+  const url = new URL(tcpUrl);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || !existsSync(`${SOCKET_DIR}/.s.PGSQL.${url.port || 5432}`)) return undefined;
+  return `postgres://${url.username}${url.password ? `:${url.password}` : ''}@${url.pathname}?host=${SOCKET_DIR}&port=${url.port || 5432}`;
+}
 
 const NOTE = 'BENCH_NOTE';
 
@@ -85,6 +95,26 @@ export async function runPostgres(ctx: BenchContext): Promise<void> {
           figure.ratio = one.value ? (figure.value ?? 0) / one.value : undefined;
           if (processes === 2) figure.target = { text: '>= 1.3x one process', pass: figure.ratio !== undefined && figure.ratio >= 1.3 && !figure.problems?.length };
         }
+      }
+    }
+
+    // A vault beside its database can reach it over the Unix socket instead of loopback TCP:
+    // what that is worth, for operators deciding how to connect (informational, no target).
+    const socketUrl = unixSocketUrl(database.url);
+    if (socketUrl) {
+      for (const v of vaults.splice(0)) await v.dispose();
+      ctx.log('postgres: starting a vault connected over the Unix socket');
+      const { VAULT_PORT: _port, VAULT_DATA_DIR: _dir, VAULT_DB: _db, ...shared } = first.env;
+      const overSocket = await startVault({ ...shared, VAULT_DB: socketUrl });
+      vaults.push(overSocket);
+      for (const [kind, pool] of [
+        ['store', storePool],
+        ['read by id', readPool],
+      ] as const) {
+        const figure = await compare(ctx, { scenario: 'postgres', name: `${kind} on PostgreSQL over its Unix socket, 1 process`, vault: { name: 'vault', url: [overSocket.url], pool }, observe: true });
+        const tcp = single[kind];
+        figure.baseline = { name: 'TCP, one process', value: tcp.value ?? 0, p50: tcp.p50, p99: tcp.p99 };
+        figure.ratio = tcp.value ? (figure.value ?? 0) / tcp.value : undefined;
       }
     }
   } finally {

@@ -16,7 +16,7 @@ test.after.always(async () => v?.close());
 
 const uid = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 const now = new Date().toISOString();
-const entity = (id: string) => ({ id, type: 'datasubject', legal_hold: 0, created_date: now, updated_date: now });
+const entity = (id: string) => ({ id, type: 'datasubject', legal_hold: 0 as const, created_date: now, updated_date: now });
 const tag = (name: string) => ({ name, created_date: now, modified_date: now });
 
 test('every row of a batch lands, in every table it names', async (t) => {
