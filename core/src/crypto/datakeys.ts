@@ -92,7 +92,7 @@ export class DataKeys {
     return { id, key };
   }
 
-  /** The cached data key `forStore` would reuse for this subject, if its row still exists. */
+  /** The cached data key `forStore` would reuse for this subject, provided its row still exists. */
   reusable(entityId: string, wrapping: RegisteredKey): string | undefined {
     const currentId = this.current.get(entityId);
     const cached = currentId === undefined ? undefined : this.byId.get(currentId);

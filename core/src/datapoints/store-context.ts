@@ -39,11 +39,11 @@ const contextQuery = (lock: boolean) =>
     return lock ? query.forUpdate() : query;
   });
 const unlocked = contextQuery(false);
-// SQLite runs one writer at a time: what the store reads is current until it commits.
 const locked = contextQuery(true);
 
 /** `keyId`: the data key the store would reuse (`DataKeys.reusable`), if any. */
 export async function findStoreContext(trx: Kysely<Database>, id: string, keyId: string | undefined): Promise<StoreContext | undefined> {
+  // SQLite runs one writer at a time: what a store reads there stays current until it commits.
   const [row] = await (dialectOf(trx) === 'postgres' ? locked : unlocked)(trx, id, keyId ?? null);
   if (!row) return undefined;
   return {

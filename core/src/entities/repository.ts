@@ -1,5 +1,4 @@
 import type { Kysely, Selectable } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
 import { jsonList, parseJsonList } from '../db/json-list.js';
 import { compiledQuery } from '../db/compiled.js';
 import type { Database, EntitiesTable } from '../db/schema.js';
@@ -24,19 +23,13 @@ export function toEntity(row: EntityRow): Entity {
   return { id: row.id, type: row.type, tags: parseJsonList(row.tags_json), legalHold: row.legal_hold === 1, created: row.created_date, updated: row.updated_date };
 }
 
-// Every store looks its entity up, with its tags, in one statement compiled once: Kysely's
-// builder costs more than the lookup, and on PostgreSQL each statement is a round trip.
+// Entities are looked up, with their tags, in one statement compiled once: Kysely's builder
+// costs more than the lookup, and on PostgreSQL each statement is a round trip. (Stores read
+// more in the same statement and lock the row: datapoints/store-context.ts.)
 const entityById = compiledQuery<[string], EntityRow>(1, (db, id) => db.selectFrom('entities').selectAll().select(tagsColumn(db)).where('id', '=', id));
-const lockedEntityById = compiledQuery<[string], EntityRow>(1, (db, id) =>
-  db.selectFrom('entities').selectAll().select(tagsColumn(db)).where('id', '=', id).forUpdate(),
-);
 
-/**
- * `lock`: on PostgreSQL the row stays locked to the end of the transaction, which serialises
- * writes to one entity (stores, purges); SQLite's single writer does that already.
- */
-export async function findEntity(db: Kysely<Database>, id: string, { lock = false } = {}): Promise<Entity | undefined> {
-  const [row] = await (lock && dialectOf(db) === 'postgres' ? lockedEntityById : entityById)(db, id);
+export async function findEntity(db: Kysely<Database>, id: string): Promise<Entity | undefined> {
+  const [row] = await entityById(db, id);
   return row && toEntity(row);
 }
 

@@ -34,9 +34,7 @@ export interface ResolvedEntity<E extends Entity = Entity> {
 }
 
 export interface ResolveOptions<E extends Entity> {
-  /** Lock the entity's row to the end of the transaction (`findEntity`'s `lock`). */
-  lock?: boolean;
-  /** How to look the entity up, for a caller that reads more in the same statement. */
+  /** How to look the entity up, for a caller that reads more in the same statement (or locks it). */
   find?: (trx: Kysely<Database>, id: string) => Promise<E | undefined>;
 }
 
@@ -50,7 +48,7 @@ export async function resolveForStore<E extends Entity = Entity>(
   trx: Kysely<Database>,
   id: string,
   requestedType?: string,
-  { lock = false, find = (db, entityId) => findEntity(db, entityId, { lock }) as Promise<E | undefined> }: ResolveOptions<E> = {},
+  { find = (db, entityId) => findEntity(db, entityId) as Promise<E | undefined> }: ResolveOptions<E> = {},
 ): Promise<ResolvedEntity<E>> {
   checkEntityId(id);
   if (requestedType !== undefined) {
