@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { LruMap } from '../util/lru.js';
 import pg from 'pg';
 import { mkdirSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
@@ -43,7 +44,8 @@ export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptio
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     // Counts and sequences are bigint; JavaScript numbers hold them exactly far past our scale.
     pg.types.setTypeParser(20, (v) => Number(v));
-    const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: PreparingClient });
+    // Pipeline mode lets a transaction's BEGIN go out with its first statement (PreparingClient).
+    const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: PreparingClient, pipeline: true } as pg.PoolConfig);
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -103,12 +105,29 @@ function preparingOnce(sqlite: SqliteDatabase.Database): SqliteDialectDatabase {
   };
 }
 
+/** How Kysely opens a transaction: `begin`, or `start transaction isolation level ...`. */
+const BEGIN = /^(begin|start transaction)\b/i;
+/** A statement that changes nothing even if it ran outside a transaction. */
+const READ_ONLY = /^select\b/i;
+const ROLLBACK = /^rollback\b/i;
+
 /**
  * A pg client that names short statements so the server parses and plans each once per
- * connection. Names are derived from the text, so every process and connection agrees.
+ * connection (names are derived from the text, so every process and connection agrees), and
+ * that opens a transaction without a round trip of its own. On PostgreSQL each statement is a
+ * round trip, and socket writes were the largest part of a store's CPU.
+ *
+ * A transaction's BEGIN is sent at once but answered as done; it goes out with the statement
+ * after it (pipeline mode), and that statement's answer waits for BEGIN's, so a failed BEGIN
+ * fails it. That statement rides along only if it is a SELECT: had BEGIN failed, it ran
+ * outside any transaction, where a read changes nothing. Anything else waits for BEGIN.
  */
 class PreparingClient extends pg.Client {
   private readonly prepared = new Set<string>();
+  /** The answer to a BEGIN sent ahead, until the statement after it takes it over. */
+  private begun?: Promise<unknown>;
+  /** Set while writes are held back; lets them go at the next turn if no statement came. */
+  private corked?: NodeJS.Immediate;
 
   constructor(config?: string | pg.ClientConfig) {
     super(config);
@@ -119,6 +138,46 @@ class PreparingClient extends pg.Client {
   }
 
   override query(config: any, values?: any, callback?: any): any {
+    const text = typeof config === 'string' && typeof values !== 'function' && callback === undefined ? config : undefined;
+    if (text !== undefined && (this as { pipeline?: boolean }).pipeline && this.begun === undefined && BEGIN.test(text) && !(values?.length > 0)) {
+      // Held back until the next statement joins it: one socket write for both.
+      this.cork();
+      const begun = this.send(text, values) as Promise<unknown>;
+      // Reported through the statement that follows.
+      begun.catch(() => {});
+      this.begun = begun;
+      return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [] });
+    }
+    const begun = this.begun;
+    if (begun === undefined) return this.send(config, values, callback);
+    this.begun = undefined;
+    if (text !== undefined && READ_ONLY.test(text)) {
+      const result = this.send(text, values);
+      this.uncork();
+      return Promise.all([begun, result]).then(([, rows]) => rows);
+    }
+    this.uncork();
+    // Safe whatever became of BEGIN, and the way out of it.
+    if (text !== undefined && ROLLBACK.test(text)) return this.send(text, values);
+    const after = begun.then(() => this.send(config, values, callback));
+    const reply = typeof values === 'function' ? values : callback;
+    if (!reply) return after;
+    after.catch((err: unknown) => reply(err));
+  }
+
+  private cork(): void {
+    (this as unknown as { connection: { stream: Socket } }).connection.stream.cork();
+    this.corked = setImmediate(() => this.uncork());
+  }
+
+  private uncork(): void {
+    if (this.corked === undefined) return;
+    clearImmediate(this.corked);
+    this.corked = undefined;
+    (this as unknown as { connection: { stream: Socket } }).connection.stream.uncork();
+  }
+
+  private send(config: any, values?: any, callback?: any): any {
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && config.length <= PREPARED_TEXT_LIMIT) {
       const name = statementName(config);
       if (this.prepared.has(name) || this.prepared.size < PREPARED_STATEMENTS) {
