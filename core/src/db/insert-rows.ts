@@ -44,9 +44,9 @@ const BATCH_PARAMETERS = 30_000;
 /**
  * INSERTs a transaction gathers (a store's points, their labels, its activity records) and
  * sends together before it commits. On PostgreSQL they become one statement, each INSERT a
- * data-modifying CTE (checked against foreign keys when the whole statement is done), since
- * there every statement is a round trip and socket writes were a third of a store's CPU.
- * On SQLite, where a statement costs microseconds, they run one after another.
+ * data-modifying CTE (all of which run, whether or not the statement reads their results),
+ * since there every statement is a round trip and socket writes were a third of a store's
+ * CPU. On SQLite, where a statement costs microseconds, they run one after another.
  */
 export class InsertBatch {
   private parts: BatchPart[] = [];
