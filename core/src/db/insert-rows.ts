@@ -16,7 +16,25 @@ export function chunks<T>(items: readonly T[], size: number): T[][] {
 /** Rows per INSERT: well under both drivers' bound-parameter limits at 20 columns. */
 export const INSERT_CHUNK = 400;
 
-const insertTexts = new Map<string, string>();
+const texts = new Map<string, string>();
+
+/** The SQL text of one shape of statement, built once: building it costs more than running it. */
+function cachedText(shape: string, build: () => string): string {
+  let text = texts.get(shape);
+  if (text === undefined) {
+    text = build();
+    if (texts.size >= 2000) texts.clear();
+    texts.set(shape, text);
+  }
+  return text;
+}
+
+/** An INSERT of `rows` rows; PostgreSQL's parameters are numbered from `first`. */
+function insertSql(dialect: DialectName, table: keyof Database, columns: readonly string[], rows: number, first = 1): string {
+  let n = first - 1;
+  const tuple = () => `(${columns.map(() => (dialect === 'postgres' ? `$${++n}` : '?')).join(', ')})`;
+  return `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${Array.from({ length: rows }, tuple).join(', ')}`;
+}
 
 /** INSERTs of rows that all have the same keys, in that order. */
 export async function insertRows(trx: Kysely<Database>, dialect: DialectName, table: keyof Database, rows: readonly object[]): Promise<void> {
@@ -67,25 +85,20 @@ export class InsertBatch {
       for (const part of parts) await insertValues(trx, this.dialect, part.table, part.columns, part.values);
       return;
     }
-    const shape = parts.map((p) => `${p.table}:${p.values.length / p.columns.length}:${p.columns.join(',')}`).join(';');
-    let text = batchTexts.get(shape);
-    if (text === undefined) {
-      let n = 0;
-      const insert = (p: BatchPart) => {
-        const tuple = () => `(${p.columns.map(() => `$${++n}`).join(', ')})`;
-        const rows = Array.from({ length: p.values.length / p.columns.length }, tuple).join(', ');
-        return `insert into "${p.table}" (${p.columns.map((c) => `"${c}"`).join(', ')}) values ${rows}`;
-      };
-      const ctes = parts.slice(0, -1).map((p, i) => `w${i} as (${insert(p)})`);
-      text = `with ${ctes.join(', ')} ${insert(parts[parts.length - 1])}`;
-      if (batchTexts.size >= 2000) batchTexts.clear();
-      batchTexts.set(shape, text);
-    }
+    const shape = `batch;${parts.map((p) => `${p.table}:${p.values.length / p.columns.length}:${p.columns.join(',')}`).join(';')}`;
+    const text = cachedText(shape, () => {
+      let first = 1;
+      const inserts = parts.map((p) => {
+        const insert = insertSql('postgres', p.table, p.columns, p.values.length / p.columns.length, first);
+        first += p.values.length;
+        return insert;
+      });
+      const last = inserts.pop()!;
+      return `with ${inserts.map((insert, i) => `w${i} as (${insert})`).join(', ')} ${last}`;
+    });
     await trx.executeQuery(CompiledQuery.raw(text, parts.flatMap((p) => p.values)));
   }
 }
-
-const batchTexts = new Map<string, string>();
 
 /** INSERTs of rows given as one flat list of values, `columns.length` per row. */
 export async function insertValues(trx: Kysely<Database>, dialect: DialectName, table: keyof Database, columns: readonly string[], values: readonly unknown[]): Promise<void> {
@@ -93,15 +106,7 @@ export async function insertValues(trx: Kysely<Database>, dialect: DialectName, 
   for (let start = 0; start < values.length; start += INSERT_CHUNK * width) {
     const parameters = values.slice(start, start + INSERT_CHUNK * width);
     const rows = parameters.length / width;
-    const shape = `${dialect}:${table}:${rows}:${columns.join(',')}`;
-    let text = insertTexts.get(shape);
-    if (text === undefined) {
-      let n = 0;
-      const tuple = () => `(${columns.map(() => (dialect === 'postgres' ? `$${++n}` : '?')).join(', ')})`;
-      text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${Array.from({ length: rows }, tuple).join(', ')}`;
-      if (insertTexts.size >= 2000) insertTexts.clear();
-      insertTexts.set(shape, text);
-    }
+    const text = cachedText(`${dialect}:${table}:${rows}:${columns.join(',')}`, () => insertSql(dialect, table, columns, rows));
     await trx.executeQuery(CompiledQuery.raw(text, parameters));
   }
 }
