@@ -3,12 +3,14 @@
  * unwrapped once (then served from memory), and every point read gets a READ record that is
  * committed before the answer leaves.
  */
+import DataLoader from 'dataloader';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import { EnvelopeError, openValue } from '../crypto/envelope.js';
 import type { DecryptionCredential } from '../crypto/keys.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import { badRequest, forbidden, notFound, VaultError } from '../errors.js';
 import { compiledQuery } from '../db/compiled.js';
+import { idList, inIdList } from '../db/dialect.js';
 import { prohibitedColumn, refuseIfProhibited } from '../rules/prohibitions.js';
 import { nowIso } from '../util/time.js';
 import { labelColumns, labelsOf, READ_COLUMNS, toDataPoint, type DataPoint, type LabelledRow, type PointView } from './model.js';
@@ -23,21 +25,40 @@ export interface ReadInput {
 
 type ReadRow = PointView & LabelledRow & { ciphertext: Buffer | null };
 
-const pointById = compiledQuery<[string], ReadRow & { prohibited: unknown }>(1, (db, id) =>
+type PointRow = ReadRow & { prohibited: unknown };
+
+const pointsById = compiledQuery<[unknown], PointRow>(1, (db, ids) =>
   db
     .selectFrom('datapoints')
     .select(READ_COLUMNS)
     .select('ciphertext')
     .select(labelColumns(db))
     .select(prohibitedColumn('datapoints.entity_id', 'READ', 'prohibited'))
-    .where('id', '=', id),
+    .where(inIdList(db, 'datapoints.id', ids)),
 );
 const entityById = compiledQuery<[string], { id: string; type: string; prohibited: unknown }>(1, (db, id) =>
   db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities.id', 'READ', 'prohibited')).where('id', '=', id),
 );
 
 export class DataPointReader {
-  constructor(private readonly deps: DataPlaneDeps) {}
+  /**
+   * Reads by id that arrive in the same turn of the event loop share one statement. On
+   * PostgreSQL a statement's socket write costs the vault more than its rows do (a third of a
+   * read's CPU was `writev`); each read still answers from the state it saw, checked for its
+   * own caller. Nothing is cached between turns.
+   */
+  private readonly points: DataLoader<string, PointRow | undefined>;
+
+  constructor(private readonly deps: DataPlaneDeps) {
+    this.points = new DataLoader(
+      async (ids) => {
+        const rows = await pointsById(deps.reader, idList(deps.reader, ids));
+        const byId = new Map(rows.map((r) => [r.id, r]));
+        return ids.map((id) => byId.get(id));
+      },
+      { cache: false, batchScheduleFn: (run) => setImmediate(run), maxBatchSize: 500 },
+    );
+  }
 
   /** `GET .../{entityId}/attributes/{attributeKey}`: every value of one attribute. */
   async readAttribute(caller: Caller, input: ReadInput & { attributeKey: string }): Promise<DataPoint[]> {
@@ -98,7 +119,7 @@ export class DataPointReader {
    */
   async readPoint(caller: Caller, dataPointId: string, decryptionKey: unknown): Promise<DataPoint> {
     const credential = await this.deps.keyring.requireDecryptionKey(decryptionKey);
-    const [row] = await pointById(this.deps.reader, dataPointId);
+    const row = await this.points.load(dataPointId);
     if (!row || !canAccessAttribute(caller, row.attribute)) throw notFound(MESSAGES.dataNotFound);
     refuseIfProhibited(row.prohibited);
     const [point] = await this.answer(caller, [row], credential);

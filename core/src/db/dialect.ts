@@ -26,6 +26,22 @@ export function ilike(dialect: DialectName): 'ilike' | 'like' {
   return dialect === 'postgres' ? 'ilike' : 'like';
 }
 
+/**
+ * `column` is one of a list of text ids bound as one parameter (`idList`), so a statement
+ * has one text for any number of ids and is prepared once: `= any(array)` on PostgreSQL,
+ * `in json_each(...)` on SQLite, both looked up through the column's index.
+ */
+export function inIdList(db: Kysely<any>, column: string, parameter: unknown): RawBuilder<boolean> {
+  return dialectOf(db) === 'postgres'
+    ? sql<boolean>`${sql.ref(column)} = any(${parameter}::text[])`
+    : sql<boolean>`${sql.ref(column)} in (select value from json_each(${parameter}))`;
+}
+
+/** The parameter `inIdList` reads: an array for pg to send as one, JSON text for SQLite. */
+export function idList(db: Kysely<any>, ids: readonly string[]): unknown {
+  return dialectOf(db) === 'postgres' ? ids : JSON.stringify(ids);
+}
+
 export function dialectOf(db: Kysely<any>): DialectName {
   const name = db.getExecutor().adapter.constructor.name;
   return name.toLowerCase().includes('postgres') ? 'postgres' : 'sqlite';
