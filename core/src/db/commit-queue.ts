@@ -3,6 +3,8 @@
  * once per turn of the event loop one transaction takes every item queued by the time it has
  * the connection. Each item is settled only after that transaction committed (or with the
  * transaction's error when it failed), so nothing is answered as done before it is durable.
+ * Work that is one statement can run without an explicit transaction (`transaction: false`):
+ * a statement is its own transaction, and BEGIN and COMMIT would be two more round trips.
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
@@ -15,7 +17,8 @@ interface Queued<I, R> {
   reject: (err: unknown) => void;
 }
 
-export class CommitQueue<I, R> {
+/** `E` is what `work` runs on: the round's transaction, or with `transaction: false` the database. */
+export class CommitQueue<I, R, E extends Kysely<Database> = Transaction<Database>> {
   private queue: Queued<I, R>[] = [];
   private flushing = false;
 
@@ -25,9 +28,11 @@ export class CommitQueue<I, R> {
      * Does the items' work in the shared transaction: one outcome per item, in order. It may
      * stop early (outcomes for a prefix only); the items it left are first in the next round.
      */
-    private readonly work: (trx: Transaction<Database>, items: I[]) => Promise<Outcome<R>[]>,
+    private readonly work: (executor: E, items: I[]) => Promise<Outcome<R>[]>,
     /** Items per transaction: bounds how long the first of them waits for its answer. */
     private readonly limit = Infinity,
+    /** When false, `work` gets the database itself and must commit its items in one statement. */
+    private readonly transaction = true,
   ) {}
 
   submit(item: I): Promise<R> {
@@ -49,14 +54,16 @@ export class CommitQueue<I, R> {
     let taken: Queued<I, R>[] = [];
     let outcomes: Outcome<R>[] = [];
     try {
-      await this.db.transaction().execute(async (trx) => {
+      const round = async (executor: E) => {
         // Taken once the connection is ours, so what queued while waiting for it rides along.
         taken = this.queue.splice(0, this.limit);
         outcomes = await this.work(
-          trx,
+          executor,
           taken.map((q) => q.item),
         );
-      });
+      };
+      if (this.transaction) await this.db.transaction().execute((trx) => round(trx as unknown as E));
+      else await round(this.db as E);
       this.queue.unshift(...taken.slice(outcomes.length));
       outcomes.forEach((outcome, i) => {
         if (outcome.ok) taken[i].resolve(outcome.value);
