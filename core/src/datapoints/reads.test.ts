@@ -1,0 +1,97 @@
+/**
+ * Reads by id that arrive together. On PostgreSQL they share one statement; whichever
+ * database, each read must get exactly its own answer, checked for its own caller, and its
+ * own READ record.
+ */
+import test from 'ava';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { startTestVault, type TestVault } from '../testing/harness.js';
+import { PROHIBITED_MESSAGE } from '../rules/prohibitions.js';
+
+let v: TestVault;
+test.before(async () => {
+  v = await startTestVault();
+});
+test.after.always(async () => v?.close());
+
+const uid = (prefix: string) => `${prefix}_${randomBytes(4).toString('hex').toUpperCase()}`;
+
+async function storeOne(entityId: string, attribute: string, value: string): Promise<string> {
+  const res = await v.request('POST', `/entities/${entityId}/attributes`, { body: { data: [{ attribute, value }] }, headers: { 'x-encryption-key': v.keys.publicKey } });
+  if (res.status !== 200) throw new Error(`store: ${JSON.stringify(res.body)}`);
+  return res.body.data[0].dataPointId;
+}
+
+/** Statements that select points by id, counted while `during` runs (PostgreSQL only). */
+async function pointSelects(during: () => Promise<void>): Promise<number> {
+  const query = pg.Client.prototype.query;
+  let count = 0;
+  pg.Client.prototype.query = function (this: pg.Client, config: any, ...rest: any[]) {
+    const text = typeof config === 'string' ? config : config?.text;
+    if (typeof text === 'string' && /from "datapoints"/.test(text) && /"datapoints"\."id"/.test(text) && !/^insert/i.test(text)) count++;
+    return (query as any).call(this, config, ...rest);
+  } as typeof query;
+  try {
+    await during();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return count;
+}
+
+test.serial('reads by id that arrive together each get their own point, 404, or 403, and one READ record each', async (t) => {
+  const visible = uid('NAME');
+  const hidden = uid('SECRET');
+  const restrict = uid('RESTRICT');
+  for (const key of [visible, hidden, restrict]) t.is((await v.request('POST', '/attributes', { body: { key, schema: 'string' } })).status, 201);
+  t.is(
+    (await v.request('POST', '/rules', { body: { key: uid('rule'), constraint: { type: 'attribute', operator: 'any', attributes: [restrict] }, action: { type: 'prohibition', prohibitions: ['READ'] } } }))
+      .status,
+    201,
+  );
+  const apiKey = await v.createApplication([visible, restrict]);
+
+  const subjects = [uid('subject'), uid('subject'), uid('subject')];
+  const values = ['Ada', 'Grace', 'Edsger'];
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) ids.push(await storeOne(subjects[i], visible, values[i]));
+  const hiddenId = await storeOne(subjects[0], hidden, 'not for this application');
+  const restricted = uid('restricted');
+  const restrictedId = await storeOne(restricted, visible, 'locked away');
+  await storeOne(restricted, restrict, 'yes');
+
+  const asked = [ids[0], ids[1], 'no-such-point', hiddenId, restrictedId, ids[2], ids[0], `x",{}'; drop table datapoints; --`];
+  const answers: { status: number; body: any }[] = [];
+  const statements = await pointSelects(async () => {
+    answers.push(
+      ...(await Promise.all(asked.map((id) => v.request('GET', `/data/${encodeURIComponent(id)}`, { apiKey, headers: { 'x-decryption-key': v.keys.privateKey } })))),
+    );
+  });
+
+  t.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 404, 404, 403, 200, 200, 404],
+  );
+  t.deepEqual(
+    [0, 1, 5, 6].map((i) => [answers[i].body.data.dataPointId, answers[i].body.data.value]),
+    [
+      [ids[0], 'Ada'],
+      [ids[1], 'Grace'],
+      [ids[2], 'Edsger'],
+      [ids[0], 'Ada'],
+    ],
+  );
+  for (const i of [2, 3, 7]) t.is(answers[i].body.message, 'Data Not Found');
+  t.is(answers[4].body.message, PROHIBITED_MESSAGE);
+  if (process.env.VAULT_TEST_DB === 'postgres') t.is(statements, 1, 'the reads shared one statement');
+
+  // Answered reads are in the log once each; refused ones are not.
+  const readsOf = async (subjectId: string) =>
+    (await v.request('GET', '/activity', { query: { subjectId, eventType: 'READ' } })).body.data.map((r: any) => r.dataPointId);
+  t.deepEqual(await readsOf(subjects[0]), [ids[0], ids[0]]);
+  t.deepEqual(await readsOf(subjects[1]), [ids[1]]);
+  t.deepEqual(await readsOf(subjects[2]), [ids[2]]);
+  t.deepEqual(await readsOf(restricted), []);
+  t.is((await v.request('GET', '/data/' + ids[1], { apiKey, headers: { 'x-decryption-key': v.keys.privateKey } })).body.data.value, 'Grace', 'a later read is not served from the batch');
+});
