@@ -203,12 +203,13 @@ export class DataPointStore {
         planned.map((plan, i) => pointRecord(caller, plan.replaces ? 'UPDATE' : 'STORE', roots[i], location, now)),
         inserts,
       );
-      await inserts.run(trx);
       const labelsById = {
         tags: new Map(labels.map((l) => [l.id, [...l.tags].sort()])),
         regulations: new Map(labels.map((l) => [l.id, [...l.regulations].sort()])),
       };
-      return roots.map((row, i) => toDataPoint(row, labelsById, { value: planned[i].input.value }));
+      const answer = roots.map((row, i) => toDataPoint(row, labelsById, { value: planned[i].input.value }));
+      await inserts.run(trx, { last: true });
+      return answer;
     });
     runAfterCommit(effects, (err) => this.deps.logger.error({ err }, 'rule effect failed after a store'));
     return stored;

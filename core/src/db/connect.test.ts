@@ -6,7 +6,7 @@
 import test from 'ava';
 import { CompiledQuery, sql } from 'kysely';
 import { createPostgresDatabase } from '../testing/harness.js';
-import { connect, type DatabaseHandle } from './connect.js';
+import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
 
 let handle: DatabaseHandle;
 let drop: () => Promise<void>;
@@ -57,4 +57,74 @@ test.serial('a BEGIN that fails fails the read sent with it, and a write after i
     t.deepEqual(after.rows, [{ one: 1 }], 'the connection is usable afterwards');
   });
   t.is(await count(), before, 'the insert did not run outside a transaction');
+});
+
+const lastly = (text: string) => CompiledQuery.raw(THEN_COMMIT + text);
+
+test.serial('a last statement takes the COMMIT along: what it wrote is committed with the rest', async (t) => {
+  await sql`create table if not exists lasts (id int primary key, n int)`.execute(handle.db);
+  await handle.db.transaction().execute(async (trx) => {
+    await sql`select 1`.execute(trx);
+    await sql`insert into lasts values (1, 1)`.execute(trx);
+    await trx.executeQuery(lastly('insert into lasts values (2, 2)'));
+  });
+  t.deepEqual((await sql<{ id: number }>`select id from lasts order by id`.execute(handle.db)).rows, [{ id: 1 }, { id: 2 }]);
+});
+
+test.serial('a last statement that fails takes its whole transaction with it, and the connection stays usable', async (t) => {
+  await sql`create table if not exists failing (id int primary key)`.execute(handle.db);
+  await sql`insert into failing values (1)`.execute(handle.db);
+  await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`select 1`.execute(trx);
+      await sql`insert into failing values (2)`.execute(trx);
+      await trx.executeQuery(lastly('insert into failing values (1)'));
+    }),
+    { message: /duplicate key/ },
+  );
+  t.deepEqual((await sql<{ id: number }>`select id from failing order by id`.execute(handle.db)).rows, [{ id: 1 }], 'nothing of it was kept');
+  // Both connections of the pool are used again, in and out of transactions.
+  await Promise.all([1, 2].map((i) => handle.db.transaction().execute((trx) => sql`insert into failing values (${10 + i})`.execute(trx))));
+  t.is((await sql<{ id: number }>`select id from failing`.execute(handle.db)).rows.length, 3);
+});
+
+test.serial('a COMMIT that fails after its last statement succeeded fails the transaction', async (t) => {
+  await sql`create table if not exists deferred (id int, constraint deferred_once unique (id) deferrable initially deferred)`.execute(handle.db);
+  await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`select 1`.execute(trx);
+      await sql`insert into deferred values (7)`.execute(trx);
+      // Accepted here; the unique check runs at COMMIT.
+      await trx.executeQuery(lastly('insert into deferred values (7)'));
+    }),
+    { message: /deferred_once/ },
+  );
+  t.is((await sql`select id from deferred`.execute(handle.db)).rows.length, 0);
+});
+
+test.serial('nothing passes for rolled back once the last statement committed', async (t) => {
+  await sql`create table if not exists broken (id int primary key)`.execute(handle.db);
+  await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`select 1`.execute(trx);
+      await trx.executeQuery(lastly('insert into broken values (1)'));
+      await sql`insert into broken values (2)`.execute(trx);
+    }),
+    { message: /already committed|after the one that committed/ },
+  );
+  t.deepEqual((await sql<{ id: number }>`select id from broken`.execute(handle.db)).rows, [{ id: 1 }], 'the statement after it never ran');
+});
+
+test.serial('a last statement whose failure was caught still does not pass for committed', async (t) => {
+  await sql`create table if not exists swallowed (id int primary key)`.execute(handle.db);
+  await sql`insert into swallowed values (1)`.execute(handle.db);
+  await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`select 1`.execute(trx);
+      await sql`insert into swallowed values (2)`.execute(trx);
+      await trx.executeQuery(lastly('insert into swallowed values (1)')).catch(() => undefined);
+    }),
+    { message: /rolled back/ },
+  );
+  t.is((await sql`select id from swallowed`.execute(handle.db)).rows.length, 1);
 });

@@ -110,6 +110,16 @@ const BEGIN = /^(begin|start transaction)\b/i;
 /** A statement that changes nothing even if it ran outside a transaction. */
 const READ_ONLY = /^select\b/i;
 const ROLLBACK = /^rollback\b/i;
+const COMMIT = /^commit\b/i;
+
+/**
+ * Begins the text of a transaction's last statement. On PostgreSQL its COMMIT is written in
+ * the same socket write, and the transaction's commit then answers with that COMMIT's
+ * outcome. Nothing may run on the transaction after it, and nothing may fail: put it where
+ * the transaction's callback has already made its answer.
+ */
+export const THEN_COMMIT = '/* then commit */ ';
+const ROLLED_BACK = { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] };
 
 /**
  * A pg client that names short statements so the server parses and plans each once per
@@ -128,6 +138,8 @@ class PreparingClient extends pg.Client {
   private begun?: Promise<unknown>;
   /** Set while writes are held back; lets them go at the next turn if no statement came. */
   private corked?: NodeJS.Immediate;
+  /** The outcome of a COMMIT sent with the transaction's last statement (`THEN_COMMIT`). */
+  private committing?: Promise<unknown>;
 
   constructor(config?: string | pg.ClientConfig) {
     super(config);
@@ -139,6 +151,26 @@ class PreparingClient extends pg.Client {
 
   override query(config: any, values?: any, callback?: any): any {
     const text = typeof config === 'string' && typeof values !== 'function' && callback === undefined ? config : undefined;
+    const committing = this.committing;
+    if (committing !== undefined) {
+      this.committing = undefined;
+      if (text !== undefined && COMMIT.test(text)) return committing;
+      // The last statement failed, so its COMMIT rolled back. Had it not failed, the caller
+      // broke the contract: the transaction committed, and that must not pass for a rollback.
+      if (text !== undefined && ROLLBACK.test(text)) return committing.then(() => Promise.reject(new Error('the transaction had already committed')), () => ROLLED_BACK);
+      return Promise.reject(new Error('a statement after the one that committed its transaction'));
+    }
+    if (text !== undefined && text.startsWith(THEN_COMMIT) && this.begun === undefined && (this as { pipeline?: boolean }).pipeline) {
+      const stream = (this as unknown as { connection: { stream: Socket } }).connection.stream;
+      stream.cork();
+      const result = this.send(text, values);
+      // Its own Sync: after a failed statement the server answers it with ROLLBACK, no error.
+      const commit = this.send('commit') as Promise<{ command: string }>;
+      stream.uncork();
+      this.committing = commit.then((r) => (r.command === 'COMMIT' ? r : Promise.reject(new Error('the transaction was rolled back'))));
+      this.committing.catch(() => {});
+      return result;
+    }
     if (text !== undefined && (this as { pipeline?: boolean }).pipeline && this.begun === undefined && BEGIN.test(text) && !(values?.length > 0)) {
       // Held back until the next statement joins it: one socket write for both.
       this.cork();
