@@ -25,8 +25,15 @@ function cpuSample(): CpuSample | undefined {
 /** Histogram sums and counts by series, e.g. `vault_activity_lock_wait_seconds{stage="append"}`. */
 type Series = Map<string, { sum: number; count: number; buckets: Map<string, number> }>;
 
-async function metricsSample(urls: string[]): Promise<Series> {
+/** The vaults' own CPU seconds and answered requests, summed over processes. */
+interface Work {
+  cpuSeconds: number;
+  requests: number;
+}
+
+async function metricsSample(urls: string[]): Promise<{ series: Series; work: Work }> {
   const series: Series = new Map();
+  const work: Work = { cpuSeconds: 0, requests: 0 };
   for (const url of urls) {
     let text: string;
     try {
@@ -37,6 +44,11 @@ async function metricsSample(urls: string[]): Promise<Series> {
       continue;
     }
     for (const line of text.split('\n')) {
+      const cpu = /^vault_process_cpu_seconds_total ([0-9.e+-]+)$/.exec(line);
+      if (cpu) work.cpuSeconds += Number(cpu[1]);
+      // The scrapes themselves are answered on /metrics and are not counted as work.
+      const answered = /^vault_http_requests_total\{(?![^}]*route="\/metrics")[^}]*\} ([0-9.e+-]+)$/.exec(line);
+      if (answered) work.requests += Number(answered[1]);
       const m = /^(vault_activity_(?:lock_wait|seal_lag)_seconds)_(sum|count|bucket)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
       if (!m) continue;
       const labels = m[3] ?? '';
@@ -50,7 +62,7 @@ async function metricsSample(urls: string[]): Promise<Series> {
       series.set(key, entry);
     }
   }
-  return series;
+  return { series, work };
 }
 
 export interface Observation {
@@ -60,14 +72,19 @@ export interface Observation {
 /** Starts watching; `stop()` returns notes for the figure. */
 export async function observe(urls: string[]): Promise<Observation> {
   const cpuBefore = cpuSample();
-  const before = await metricsSample(urls);
+  const { series: before, work: workBefore } = await metricsSample(urls);
   return {
     async stop() {
       const cpuAfter = cpuSample();
-      const after = await metricsSample(urls);
+      const { series: after, work: workAfter } = await metricsSample(urls);
       const notes: string[] = [];
       if (cpuBefore && cpuAfter && cpuAfter.total > cpuBefore.total) {
         notes.push(`CPU busy ${Math.round((100 * (cpuAfter.busy - cpuBefore.busy)) / (cpuAfter.total - cpuBefore.total))}% of all cores during the run (vaults, database and load generator together)`);
+      }
+      // Less noisy than throughput on a shared machine: what each answer cost the vault itself.
+      const requests = workAfter.requests - workBefore.requests;
+      if (requests > 0 && workAfter.cpuSeconds > workBefore.cpuSeconds) {
+        notes.push(`vault CPU per request: ${(((workAfter.cpuSeconds - workBefore.cpuSeconds) / requests) * 1e6).toFixed(0)} µs (${requests} requests)`);
       }
       for (const [key, a] of after) {
         const b = before.get(key) ?? { sum: 0, count: 0, buckets: new Map() };

@@ -62,12 +62,13 @@ export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptio
   // Indexes with random keys (point ids, subjects) touch pages all over the file: a large page
   // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
   configure(sqlite, sqliteCacheMb / 2);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(sqlite) }) });
+  const writes = new WriteCounter();
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(sqlite, writes) }) });
   if (path === ':memory:') return { db, reader: db, dialect: 'sqlite', sqlite };
   const readerSqlite = new SqliteDatabase(path);
   readerSqlite.pragma('query_only = ON');
   configure(readerSqlite, sqliteCacheMb / 2);
-  const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(readerSqlite) }) });
+  const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: readingByTurns(preparingOnce(readerSqlite), readerSqlite, writes) }) });
   return { db, reader, dialect: 'sqlite', sqlite };
 }
 
@@ -80,17 +81,25 @@ function configure(sqlite: SqliteDatabase.Database, cacheMb: number): void {
   sqlite.pragma('temp_store = memory');
 }
 
+/** Counts the statements that may change the database, run through this process's writer. */
+class WriteCounter {
+  count = 0;
+}
+
 /**
  * Kysely prepares every statement it runs; preparing costs more than running a point query.
  * Statements are kept by their text (parameters are bound per run), so each hot query is
  * prepared once per connection.
  */
-function preparingOnce(sqlite: SqliteDatabase.Database): SqliteDialectDatabase {
+function preparingOnce(sqlite: SqliteDatabase.Database, writes?: WriteCounter): SqliteDialectDatabase {
   // A plain map, emptied when full: an LRU's reordering costs more than the rare re-prepare.
   const statements = new Map<string, SqliteDatabase.Statement>();
   return {
     close: () => sqlite.close(),
     prepare(text: string) {
+      // Counted before it runs: Kysely runs a statement right after preparing it, so no read
+      // can come between the two and miss the change.
+      if (writes && !READ_ONLY.test(text)) writes.count += 1;
       if (text.length > SQLITE_PREPARED_TEXT_LIMIT) return sqlite.prepare(text);
       const cached = statements.get(text);
       // A statement still iterating (a streamed select) cannot run again until it finishes.
@@ -101,6 +110,46 @@ function preparingOnce(sqlite: SqliteDatabase.Database): SqliteDialectDatabase {
         statements.set(text, statement);
       }
       return statement;
+    },
+  };
+}
+
+/**
+ * The reader's statements share one read transaction for the rest of the event loop's turn.
+ * A statement on its own is a transaction of its own, and in WAL mode beginning and ending
+ * one takes and releases file locks: system calls that cost several times a point lookup
+ * (8 µs against 1 µs on the benchmark's machine). The shared snapshot is given up as soon as
+ * this process's writer has run anything that may change the database, so a read never misses
+ * a commit made through this process before it; commits of other processes are seen from the
+ * next turn on. Ending it every turn keeps checkpoints from being held back.
+ */
+function readingByTurns(inner: SqliteDialectDatabase, sqlite: SqliteDatabase.Database, writes: WriteCounter): SqliteDialectDatabase {
+  let writesSeen = -1;
+  let ending: NodeJS.Immediate | undefined;
+  const end = (): boolean => {
+    if (!sqlite.inTransaction) return true;
+    try {
+      sqlite.exec('commit');
+      return true;
+    } catch {
+      // A streamed select still iterating holds the connection: end the snapshot next turn.
+      return false;
+    }
+  };
+  const endOfTurn = (): void => {
+    ending = undefined;
+    if (!end()) ending = setImmediate(endOfTurn);
+  };
+  return {
+    close: () => inner.close(),
+    prepare(text: string) {
+      if (sqlite.inTransaction && writesSeen !== writes.count) end();
+      if (!sqlite.inTransaction) {
+        sqlite.exec('begin');
+        writesSeen = writes.count;
+        ending ??= setImmediate(endOfTurn);
+      }
+      return inner.prepare(text);
     },
   };
 }

@@ -1,0 +1,66 @@
+/**
+ * SQLite's reader connection: its statements share a read snapshot for one turn of the event
+ * loop, and that sharing must never hide a commit made through the writer before a read, nor
+ * keep another process's commit hidden past the turn, nor hold back a checkpoint.
+ */
+import test from 'ava';
+import SqliteDatabase from 'better-sqlite3';
+import { sql } from 'kysely';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { connect, type DatabaseHandle } from './connect.js';
+
+let dir: string;
+let handle: DatabaseHandle;
+/** Another process's connection to the same file. */
+let other: SqliteDatabase.Database;
+
+test.before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'vault-reader-'));
+  const path = join(dir, 'vault.db');
+  handle = connect({ url: `sqlite:${path}` });
+  await sql`create table notes (id integer primary key)`.execute(handle.db);
+  other = new SqliteDatabase(path);
+});
+test.after.always(async () => {
+  other?.close();
+  await handle?.reader.destroy();
+  await handle?.db.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const ids = async () => (await sql<{ id: number }>`select id from notes order by id`.execute(handle.reader)).rows.map((r) => r.id);
+
+test.serial('a read sees what the writer committed just before it, in the same turn', async (t) => {
+  t.deepEqual(await ids(), []);
+  // The snapshot the read above opened is still this turn's; each write must end it.
+  await handle.db.transaction().execute((trx) => sql`insert into notes values (1)`.execute(trx));
+  t.deepEqual(await ids(), [1]);
+  await sql`insert into notes values (2)`.execute(handle.db);
+  t.deepEqual(await ids(), [1, 2]);
+  await handle.db.transaction().execute((trx) => sql`delete from notes where id = 1`.execute(trx));
+  t.deepEqual(await ids(), [2]);
+});
+
+test.serial("another process's commit is seen from the next turn on", async (t) => {
+  t.deepEqual(await ids(), [2]);
+  other.prepare('insert into notes values (3)').run();
+  // Reads within one turn share the snapshot the first of them took...
+  t.deepEqual(await ids(), [2]);
+  await nextTurn();
+  // ...but never after it.
+  t.deepEqual(await ids(), [2, 3]);
+});
+
+test.serial('the snapshot ends with the turn, so a checkpoint can take the whole log', async (t) => {
+  await sql`insert into notes values (4)`.execute(handle.db);
+  t.deepEqual(await ids(), [2, 3, 4]);
+  await nextTurn();
+  await nextTurn();
+  // A reader still inside its snapshot would keep the log's last frames from being copied.
+  const [result] = handle.sqlite!.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
+  t.is(result.busy, 0);
+  t.is(result.log, 0);
+});
