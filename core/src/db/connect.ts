@@ -1,13 +1,12 @@
-import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
+import type SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect } from 'kysely';
 import { createHash } from 'node:crypto';
 import { LruMap } from '../util/lru.js';
 import pg from 'pg';
-import { mkdirSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { dirname } from 'node:path';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
+import { connectSqlite } from './sqlite.js';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -30,14 +29,9 @@ export interface ConnectOptions {
   sqliteCacheMb?: number;
 }
 
-/** Distinct statements kept prepared per SQLite connection or PostgreSQL client. */
+/** Distinct statements kept prepared per PostgreSQL client. */
 const PREPARED_STATEMENTS = 500;
-/**
- * Multi-row inserts come in a few hundred lengths at most (one per row count), and preparing
- * one of 400 rows costs more than running it: on SQLite they are kept too. PostgreSQL parses
- * fast enough that only short statements earn a name.
- */
-const SQLITE_PREPARED_TEXT_LIMIT = 256 * 1024;
+/** PostgreSQL parses fast enough that only short statements earn a name. */
 const PREPARED_TEXT_LIMIT = 4096;
 
 export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptions): DatabaseHandle {
@@ -52,106 +46,7 @@ export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptio
     return { db, reader: db, dialect: 'postgres' };
   }
   if (!url.startsWith('sqlite:')) throw new Error(`VAULT_DB must be sqlite:<path> or a postgres:// URL, got "${redactUrl(url)}"`);
-  const path = url.slice('sqlite:'.length);
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const sqlite = new SqliteDatabase(path);
-  sqlite.pragma('journal_mode = WAL');
-  // NORMAL is durable across process crashes in WAL mode; only power loss can drop the last commits.
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('foreign_keys = ON');
-  // Indexes with random keys (point ids, subjects) touch pages all over the file: a large page
-  // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
-  configure(sqlite, sqliteCacheMb / 2);
-  const writes = new WriteCounter();
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(sqlite, writes) }) });
-  if (path === ':memory:') return { db, reader: db, dialect: 'sqlite', sqlite };
-  const readerSqlite = new SqliteDatabase(path);
-  readerSqlite.pragma('query_only = ON');
-  configure(readerSqlite, sqliteCacheMb / 2);
-  const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: readingByTurns(preparingOnce(readerSqlite), readerSqlite, writes) }) });
-  return { db, reader, dialect: 'sqlite', sqlite };
-}
-
-function configure(sqlite: SqliteDatabase.Database, cacheMb: number): void {
-  sqlite.pragma('busy_timeout = 5000');
-  // A checkpoint syncs the file; with the default 1,000 pages a write-heavy load paid for one
-  // every few hundred audit events. 16 MiB of log between checkpoints costs nothing in safety.
-  sqlite.pragma('wal_autocheckpoint = 4096');
-  sqlite.pragma(`cache_size = -${Math.max(1024, Math.round(cacheMb * 1024))}`);
-  sqlite.pragma('temp_store = memory');
-}
-
-/** Counts the statements that may change the database, run through this process's writer. */
-class WriteCounter {
-  count = 0;
-}
-
-/**
- * Kysely prepares every statement it runs; preparing costs more than running a point query.
- * Statements are kept by their text (parameters are bound per run), so each hot query is
- * prepared once per connection.
- */
-function preparingOnce(sqlite: SqliteDatabase.Database, writes?: WriteCounter): SqliteDialectDatabase {
-  // A plain map, emptied when full: an LRU's reordering costs more than the rare re-prepare.
-  const statements = new Map<string, SqliteDatabase.Statement>();
-  return {
-    close: () => sqlite.close(),
-    prepare(text: string) {
-      // Counted before it runs: Kysely runs a statement right after preparing it, so no read
-      // can come between the two and miss the change.
-      if (writes && !READ_ONLY.test(text)) writes.count += 1;
-      if (text.length > SQLITE_PREPARED_TEXT_LIMIT) return sqlite.prepare(text);
-      const cached = statements.get(text);
-      // A statement still iterating (a streamed select) cannot run again until it finishes.
-      if (cached && !cached.busy) return cached;
-      const statement = sqlite.prepare(text);
-      if (!cached) {
-        if (statements.size >= PREPARED_STATEMENTS) statements.clear();
-        statements.set(text, statement);
-      }
-      return statement;
-    },
-  };
-}
-
-/**
- * The reader's statements share one read transaction for the rest of the event loop's turn.
- * A statement on its own is a transaction of its own, and in WAL mode beginning and ending
- * one takes and releases file locks: system calls that cost several times a point lookup
- * (8 µs against 1 µs on the benchmark's machine). The shared snapshot is given up as soon as
- * this process's writer has run anything that may change the database, so a read never misses
- * a commit made through this process before it; commits of other processes are seen from the
- * next turn on. Ending it every turn keeps checkpoints from being held back.
- */
-function readingByTurns(inner: SqliteDialectDatabase, sqlite: SqliteDatabase.Database, writes: WriteCounter): SqliteDialectDatabase {
-  let writesSeen = -1;
-  let ending: NodeJS.Immediate | undefined;
-  const end = (): boolean => {
-    if (!sqlite.inTransaction) return true;
-    try {
-      sqlite.exec('commit');
-      return true;
-    } catch {
-      // A streamed select still iterating holds the connection: end the snapshot next turn.
-      return false;
-    }
-  };
-  const endOfTurn = (): void => {
-    ending = undefined;
-    if (!end()) ending = setImmediate(endOfTurn);
-  };
-  return {
-    close: () => inner.close(),
-    prepare(text: string) {
-      if (sqlite.inTransaction && writesSeen !== writes.count) end();
-      if (!sqlite.inTransaction) {
-        sqlite.exec('begin');
-        writesSeen = writes.count;
-        ending ??= setImmediate(endOfTurn);
-      }
-      return inner.prepare(text);
-    },
-  };
+  return connectSqlite(url.slice('sqlite:'.length), sqliteCacheMb);
 }
 
 /** How Kysely opens a transaction: `begin`, or `start transaction isolation level ...`. */

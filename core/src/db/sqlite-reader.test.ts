@@ -64,3 +64,21 @@ test.serial('the snapshot ends with the turn, so a checkpoint can take the whole
   t.is(result.busy, 0);
   t.is(result.log, 0);
 });
+
+test.serial('reads arriving together are each answered with their own rows', async (t) => {
+  const answers = await Promise.all(
+    Array.from({ length: 64 }, (_, i) => sql<{ id: number; n: number }>`select id, ${i} as n from notes where id >= ${i % 5} order by id`.execute(handle.reader)),
+  );
+  answers.forEach((answer, i) => {
+    t.deepEqual(
+      answer.rows.map((r) => r.id),
+      [2, 3, 4].filter((id) => id >= i % 5),
+    );
+    t.true(answer.rows.every((r) => r.n === i));
+  });
+});
+
+test.serial('the reader runs no transactions, so none can be interleaved with other reads', async (t) => {
+  await t.throwsAsync(handle.reader.transaction().execute(async () => undefined), { message: /runs no transactions/ });
+  t.deepEqual(await ids(), [2, 3, 4]);
+});
