@@ -29,16 +29,27 @@ type ReadRow = PointView & LabelledRow & { ciphertext: Buffer | null };
 
 type PointRow = ReadRow & { prohibited: unknown };
 
+/** A point's row and its labels. */
+const readRows = (db: Kysely<Database>) => db.selectFrom('datapoints').select(READ_COLUMNS).select('ciphertext').select(labelColumns(db));
 /** A point's row, its labels, and whether a rule prohibits reading it: one statement. */
-const pointRows = (db: Kysely<Database>) =>
-  db
-    .selectFrom('datapoints')
-    .select(READ_COLUMNS)
-    .select('ciphertext')
-    .select(labelColumns(db))
-    .select(prohibitedColumn('datapoints.entity_id', 'READ', 'prohibited'));
+const pointRows = (db: Kysely<Database>) => readRows(db).select(prohibitedColumn('datapoints.entity_id', 'READ', 'prohibited'));
 const pointById = compiledQuery<[string], PointRow>(1, (db, id) => pointRows(db).where('id', '=', id));
 const pointsById = compiledQuery<[unknown], PointRow>(1, (db, ids) => pointRows(db).where(inIdList(db, 'datapoints.id', ids)));
+/**
+ * An entity's vaulted points, in the order they are answered. Compiled once per shape: a
+ * subject read built and compiled its query per request. Lists of keys are one parameter
+ * (`idList`), so each shape has one text.
+ */
+const entityPoints = (db: Kysely<Database>, entityId: string) =>
+  readRows(db).where('entity_id', '=', entityId).where('report_only', '=', 0).orderBy('created_date').orderBy('id');
+const pointsOfAttribute = compiledQuery<[string, string], ReadRow>(2, (db, entityId, attribute) => entityPoints(db, entityId).where('attribute', '=', attribute));
+const pointsOfAttributes = compiledQuery<[string, unknown], ReadRow>(2, (db, entityId, attributes) =>
+  entityPoints(db, entityId).where(inIdList(db, 'datapoints.attribute', attributes)),
+);
+const rootsOf = compiledQuery<[string], ReadRow>(1, (db, entityId) => entityPoints(db, entityId).where('structure_root_id', 'is', null));
+const rootsOfDefinitions = compiledQuery<[string, unknown], ReadRow>(2, (db, entityId, keys) =>
+  entityPoints(db, entityId).where('structure_root_id', 'is', null).where(inIdList(db, 'datapoints.definition_key', keys)),
+);
 const entityById = compiledQuery<[string], { id: string; type: string; prohibited: unknown }>(1, (db, id) =>
   db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities.id', 'READ', 'prohibited')).where('id', '=', id),
 );
@@ -70,17 +81,7 @@ export class DataPointReader {
     const credential = await this.deps.keyring.requireDecryptionKey(input.decryptionKey);
     if (!canAccessAttribute(caller, input.attributeKey)) throw forbidden();
     await this.readableEntity(input.entityId, input.form);
-    const rows = await this.deps.reader
-      .selectFrom('datapoints')
-      .select(READ_COLUMNS)
-      .select('ciphertext')
-      .select(labelColumns(this.deps.reader))
-      .where('entity_id', '=', input.entityId)
-      .where('attribute', '=', input.attributeKey)
-      .where('report_only', '=', 0)
-      .orderBy('created_date')
-      .orderBy('id')
-      .execute();
+    const rows = await pointsOfAttribute(this.deps.reader, input.entityId, input.attributeKey);
     return this.answer(caller, rows, credential);
   }
 
@@ -97,23 +98,16 @@ export class DataPointReader {
     const listed = requested !== undefined && requested.length > 0;
     if (listed && requested.some((a) => !canAccessAttribute(caller, a))) throw forbidden();
     await this.readableEntity(input.entityId, input.form);
-    let query = this.deps.reader
-      .selectFrom('datapoints')
-      .select(READ_COLUMNS)
-      .select('ciphertext')
-      .select(labelColumns(this.deps.reader))
-      .where('entity_id', '=', input.entityId)
-      .where('report_only', '=', 0);
+    const reader = this.deps.reader;
+    let rows: ReadRow[];
     if (listed) {
-      query = query.where('attribute', 'in', [...new Set(requested)]);
+      rows = await pointsOfAttributes(reader, input.entityId, idList(reader, [...new Set(requested)]));
+    } else if (caller.attributes === '*') {
+      rows = await rootsOf(reader, input.entityId);
     } else {
-      query = query.where('structure_root_id', 'is', null);
-      if (caller.attributes !== '*') {
-        if (caller.attributes.size === 0) throw notFound(MESSAGES.dataNotFound);
-        query = query.where('definition_key', 'in', [...caller.attributes]);
-      }
+      if (caller.attributes.size === 0) throw notFound(MESSAGES.dataNotFound);
+      rows = await rootsOfDefinitions(reader, input.entityId, idList(reader, [...caller.attributes]));
     }
-    const rows = await query.orderBy('created_date').orderBy('id').execute();
     return this.answer(caller, rows, credential);
   }
 
