@@ -5,7 +5,7 @@ import { LruMap } from './lru.js';
  * made by this process invalidate what they touch at once; changes made by another process
  * on the same database show within `maxAgeMs`.
  */
-export class FreshCache<K, V> {
+export class FreshCache<K extends {}, V> {
   private readonly entries: LruMap<K, { value: V; until: number }>;
   /** Bumped by every invalidation, so a load that raced one is not cached. */
   private generation = 0;
