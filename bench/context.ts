@@ -4,13 +4,20 @@
  */
 import type { LoadGenerator, LoadJob, Measurement, RequestSpec } from './load.js';
 import { loadProblem, type Figure, type Target, type Unit } from './report.js';
-import { whileProfiling } from './processes.js';
+import { isProfiling, whileProfiling } from './processes.js';
+import { mergeMeasurements } from './measurement.js';
 import { observe } from './observe.js';
 
 export interface Settings {
   connections: number;
   durationSec: number;
   warmupSec: number;
+  /**
+   * A figure with a baseline is measured in this many alternating rounds of each side, and the
+   * rounds of a side are added up: on a shared machine whose speed drifts over minutes, the
+   * two sides then run under the same conditions, not one after the other.
+   */
+  rounds: number;
 }
 
 export interface BenchContext {
@@ -43,6 +50,9 @@ export interface CompareOptions {
   /** Add the run's CPU use and the vaults' activity-lock and seal-lag figures to the notes. */
   observe?: boolean;
 }
+
+/** Warm-up of every round after the first: new connections, on a process already warm. */
+export const ROUND_WARMUP_SEC = 1;
 
 export function job(ctx: BenchContext, side: Side, overrides: Partial<LoadJob> = {}): LoadJob {
   return {
@@ -82,17 +92,42 @@ export async function compare(ctx: BenchContext, options: CompareOptions): Promi
   const problems: string[] = [];
   let baseline: Figure['baseline'];
   let baselineLoad: Measurement | undefined;
-  if (options.baseline) {
-    ctx.log(`  ${options.scenario}: ${options.name} — ${options.baseline.name}`);
-    baselineLoad = await ctx.load.run(job(ctx, options.baseline, overrides));
+  const vaultJob = job(ctx, options.vault, overrides);
+  // A profile covers one run of the vault: profiled figures are measured in one round.
+  const rounds = options.baseline && !isProfiling() ? ctx.settings.rounds : 1;
+  let load: Measurement;
+  let observed: string[] = [];
+  if (options.baseline && rounds > 1) {
+    ctx.log(`  ${options.scenario}: ${options.name} — ${options.baseline.name} and ${options.vault.name} in ${rounds} alternating rounds`);
+    const baselineJob = job(ctx, options.baseline, overrides);
+    const baselineRuns: Measurement[] = [];
+    const vaultRuns: Measurement[] = [];
+    const watching = options.observe ? await observe(vaultJob.targets, { paused: true }) : undefined;
+    for (let round = 0; round < rounds; round++) {
+      // The first round of each side warms it up in full; later ones settle the connections.
+      const shape = { durationSec: baselineJob.durationSec / rounds, warmupSec: round === 0 ? baselineJob.warmupSec : ROUND_WARMUP_SEC, latencies: true };
+      baselineRuns.push(await ctx.load.run({ ...baselineJob, ...shape }));
+      await watching?.resume();
+      vaultRuns.push(await ctx.load.run({ ...vaultJob, ...shape }));
+      await watching?.pause();
+    }
+    baselineLoad = mergeMeasurements(baselineRuns);
+    load = mergeMeasurements(vaultRuns);
+    observed = (await watching?.stop()) ?? [];
+  } else {
+    if (options.baseline) {
+      ctx.log(`  ${options.scenario}: ${options.name} — ${options.baseline.name}`);
+      baselineLoad = await ctx.load.run(job(ctx, options.baseline, overrides));
+    }
+    ctx.log(`  ${options.scenario}: ${options.name} — ${options.vault.name}`);
+    const watching = options.observe ? await observe(vaultJob.targets) : undefined;
+    load = await whileProfiling(vaultJob.targets, `${options.scenario} ${options.name}`, () => ctx.load.run(vaultJob));
+    observed = (await watching?.stop()) ?? [];
+  }
+  if (options.baseline && baselineLoad) {
     problems.push(...(await problemsOf(options.baseline.name, options.baseline, baselineLoad)));
     baseline = { name: options.baseline.name, value: baselineLoad.rps * per, p50: baselineLoad.p50, p99: baselineLoad.p99 };
   }
-  ctx.log(`  ${options.scenario}: ${options.name} — ${options.vault.name}`);
-  const vaultJob = job(ctx, options.vault, overrides);
-  const watching = options.observe ? await observe(vaultJob.targets) : undefined;
-  const load = await whileProfiling(vaultJob.targets, `${options.scenario} ${options.name}`, () => ctx.load.run(vaultJob));
-  const observed = (await watching?.stop()) ?? [];
   problems.push(...(await problemsOf(options.vault.name, options.vault, load)));
   const figure: Figure = {
     scenario: options.scenario,

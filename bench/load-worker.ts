@@ -5,6 +5,7 @@
  */
 import autocannon, { type Instance } from 'autocannon';
 import type { LoadJob, Measurement, RequestSpec } from './load.js';
+import { summarize } from './measurement.js';
 
 interface Tally {
   latencies: number[];
@@ -77,12 +78,6 @@ function runOnce(url: string, job: LoadJob, connections: number, pool: () => Pre
 const MAX_STRETCH = 10;
 const MIN_ANSWERS = 16;
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank];
-}
-
 async function run(job: LoadJob): Promise<Measurement> {
   // Bodies become buffers once here, not once per request (bulk bodies are hundreds of KB).
   const prepared: PreparedRequest[] = job.pool.map((r: RequestSpec) => ({ ...r, body: r.body === undefined ? undefined : Buffer.from(r.body) }));
@@ -106,23 +101,12 @@ async function run(job: LoadJob): Promise<Measurement> {
   } finally {
     clearInterval(timer);
   }
-  const sorted = Float64Array.from(tally.latencies).sort();
-  const sum = tally.latencies.reduce((a, b) => a + b, 0);
   const durationSec = Math.max(0.001, (tally.endedAt - tally.measureFrom) / 1000);
-  return {
-    ok: tally.ok,
-    durationSec,
-    rps: tally.ok / durationSec,
-    p50: percentile(sorted, 50),
-    p90: percentile(sorted, 90),
-    p99: percentile(sorted, 99),
-    max: sorted.length ? sorted[sorted.length - 1] : NaN,
-    mean: sorted.length ? sum / sorted.length : NaN,
-    non2xx: tally.non2xx,
-    errors: tally.errors,
-    statusCodes: tally.statusCodes,
-    connections: job.connections,
-  };
+  const measurement = summarize(
+    { ok: tally.ok, durationSec, non2xx: tally.non2xx, errors: tally.errors, statusCodes: tally.statusCodes, connections: job.connections },
+    tally.latencies,
+  );
+  return job.latencies ? { ...measurement, latencies: tally.latencies } : measurement;
 }
 
 process.on('message', (msg: { id: number; job: LoadJob }) => {

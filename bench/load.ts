@@ -27,6 +27,8 @@ export interface LoadJob {
   pool: RequestSpec[];
   /** Default 120: at 64 connections a 1000-event bulk can take seconds per answer on a slow vault. */
   timeoutSec?: number;
+  /** Send back every 2xx latency, so that runs can be merged (`mergeMeasurements`). */
+  latencies?: boolean;
 }
 
 export interface Measurement {
@@ -46,6 +48,8 @@ export interface Measurement {
   errors: number;
   statusCodes: Record<string, number>;
   connections: number;
+  /** Every 2xx latency (ms), when the job asked for them. */
+  latencies?: number[];
 }
 
 interface WorkerReply {
@@ -110,3 +114,4 @@ export function jsonRequests(method: string, headers: Record<string, string>, it
     body: body === undefined ? undefined : JSON.stringify(body),
   }));
 }
+

@@ -66,33 +66,73 @@ async function metricsSample(urls: string[]): Promise<{ series: Series; work: Wo
 }
 
 export interface Observation {
+  /** Ends the interval being watched; `resume` starts another (the vault's rounds of an interleaved figure). */
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  /** Ends watching; notes for the figure, over every interval watched. */
   stop(): Promise<string[]>;
 }
 
-/** Starts watching; `stop()` returns notes for the figure. */
-export async function observe(urls: string[]): Promise<Observation> {
-  const cpuBefore = cpuSample();
-  const { series: before, work: workBefore } = await metricsSample(urls);
+interface Snapshot {
+  cpu?: CpuSample;
+  series: Series;
+  work: Work;
+}
+
+async function snapshot(urls: string[]): Promise<Snapshot> {
+  const cpu = cpuSample();
+  const { series, work } = await metricsSample(urls);
+  return { cpu, series, work };
+}
+
+/**
+ * Starts watching (or, `paused`, waits for `resume`); the totals are the sums over the
+ * intervals watched.
+ */
+export async function observe(urls: string[], { paused = false } = {}): Promise<Observation> {
+  const cpu = { busy: 0, total: 0 };
+  const work: Work = { cpuSeconds: 0, requests: 0 };
+  const series: Series = new Map();
+  let from: Snapshot | undefined = paused ? undefined : await snapshot(urls);
+  const pause = async () => {
+    if (!from) return;
+    const to = await snapshot(urls);
+    if (from.cpu && to.cpu) {
+      cpu.busy += to.cpu.busy - from.cpu.busy;
+      cpu.total += to.cpu.total - from.cpu.total;
+    }
+    work.cpuSeconds += to.work.cpuSeconds - from.work.cpuSeconds;
+    work.requests += to.work.requests - from.work.requests;
+    for (const [key, a] of to.series) {
+      const b = from.series.get(key) ?? { sum: 0, count: 0, buckets: new Map<string, number>() };
+      const total = series.get(key) ?? { sum: 0, count: 0, buckets: new Map<string, number>() };
+      total.sum += a.sum - b.sum;
+      total.count += a.count - b.count;
+      for (const [le, n] of a.buckets) total.buckets.set(le, (total.buckets.get(le) ?? 0) + n - (b.buckets.get(le) ?? 0));
+      series.set(key, total);
+    }
+    from = undefined;
+  };
   return {
+    pause,
+    async resume() {
+      from ??= await snapshot(urls);
+    },
     async stop() {
-      const cpuAfter = cpuSample();
-      const { series: after, work: workAfter } = await metricsSample(urls);
+      await pause();
       const notes: string[] = [];
-      if (cpuBefore && cpuAfter && cpuAfter.total > cpuBefore.total) {
-        notes.push(`CPU busy ${Math.round((100 * (cpuAfter.busy - cpuBefore.busy)) / (cpuAfter.total - cpuBefore.total))}% of all cores during the run (vaults, database and load generator together)`);
+      if (cpu.total > 0) {
+        notes.push(`CPU busy ${Math.round((100 * cpu.busy) / cpu.total)}% of all cores during the run (vaults, database and load generator together)`);
       }
       // Less noisy than throughput on a shared machine: what each answer cost the vault itself.
-      const requests = workAfter.requests - workBefore.requests;
-      if (requests > 0 && workAfter.cpuSeconds > workBefore.cpuSeconds) {
-        notes.push(`vault CPU per request: ${(((workAfter.cpuSeconds - workBefore.cpuSeconds) / requests) * 1e6).toFixed(0)} µs (${requests} requests)`);
+      if (work.requests > 0 && work.cpuSeconds > 0) {
+        notes.push(`vault CPU per request: ${((work.cpuSeconds / work.requests) * 1e6).toFixed(0)} µs (${work.requests} requests)`);
       }
-      for (const [key, a] of after) {
-        const b = before.get(key) ?? { sum: 0, count: 0, buckets: new Map() };
-        const count = a.count - b.count;
+      for (const [key, { sum, count, buckets }] of series) {
         if (count <= 0) continue;
-        const mean = ((a.sum - b.sum) / count) * 1000;
+        const mean = (sum / count) * 1000;
         if (key.startsWith('vault_activity_seal_lag_seconds')) {
-          const withinSecond = (a.buckets.get('1') ?? 0) - (b.buckets.get('1') ?? 0);
+          const withinSecond = buckets.get('1') ?? 0;
           notes.push(`seal lag: ${count} batches, mean ${mean.toFixed(1)} ms, ${((100 * withinSecond) / count).toFixed(1)}% within 1 s`);
         } else {
           const stage = /stage="([^"]+)"/.exec(key)?.[1] ?? key;

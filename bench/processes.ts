@@ -69,6 +69,10 @@ export async function startVault(env: Record<string, string> = {}): Promise<Vaul
 let profileDir: string | undefined;
 const profiled = new Map<string, { pid: number; taken: number }>();
 
+export function isProfiling(): boolean {
+  return profileDir !== undefined;
+}
+
 /** From now on, vault processes can be profiled (see `whileProfiling`) into `dir`. */
 export function profileVaultsInto(dir: string): void {
   mkdirSync(dir, { recursive: true });

@@ -106,7 +106,7 @@ export interface RunReport {
   finishedAt: string;
   mode: 'full' | 'quick';
   only?: string[];
-  settings: { connections: number; durationSec: number; warmupSec: number };
+  settings: { connections: number; durationSec: number; warmupSec: number; rounds?: number };
   machine: Machine;
   /** 1, 5 and 15 minute load averages when the run ended: was the machine quiet throughout? */
   loadAverageAtEnd: number[];

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only <scenario>[,<scenario>...]] [-- --out <file>] [-- --cpu-prof <dir>]`
+ * `npm run bench [-- --quick] [-- --only <scenario>[,<scenario>...]] [-- --rounds <n>] [-- --out <file>] [-- --cpu-prof <dir>]`
  *
  * With --cpu-prof, each vault is CPU-profiled during each measured run, one file per figure
  * in <dir>; `node --import tsx bench/profile-summary.ts <file.cpuprofile>` lists the hot spots.
@@ -16,18 +16,19 @@ import { LoadGenerator } from './load.js';
 import { closeApiAgent } from './api.js';
 import { BUILD_DIR, killAll, profileVaultsInto } from './processes.js';
 import { describeMachine, formatTable, writeReport, type Figure, type RunReport } from './report.js';
-import type { BenchContext, Settings } from './context.js';
+import { ROUND_WARMUP_SEC, type BenchContext, type Settings } from './context.js';
 import { ALL_SCENARIOS, GROUPS } from './scenarios/index.js';
 
 interface Args {
   quick: boolean;
+  rounds?: number;
   only?: string[];
   out: string;
   cpuProf?: string;
 }
 
 function usage(problem: string): never {
-  process.stderr.write(`${problem}\nusage: npm run bench -- [--quick] [--only <scenario>[,<scenario>...]] [--out <file>] [--cpu-prof <dir>]\nscenarios: ${ALL_SCENARIOS.join(', ')}\n`);
+  process.stderr.write(`${problem}\nusage: npm run bench -- [--quick] [--only <scenario>[,<scenario>...]] [--rounds <n>] [--out <file>] [--cpu-prof <dir>]\nscenarios: ${ALL_SCENARIOS.join(', ')}\n`);
   process.exit(2);
 }
 
@@ -36,7 +37,11 @@ function parseArgs(argv: string[]): Args {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') args.quick = true;
-    else if (arg === '--only' || arg === '--out' || arg === '--cpu-prof') {
+    else if (arg === '--rounds') {
+      const rounds = Number(argv[++i]);
+      if (!Number.isInteger(rounds) || rounds < 1) usage('--rounds needs a whole number of at least 1');
+      args.rounds = rounds;
+    } else if (arg === '--only' || arg === '--out' || arg === '--cpu-prof') {
       const value = argv[++i];
       if (!value) usage(`${arg} needs a value`);
       if (arg === '--out') args.out = resolve(value);
@@ -59,7 +64,9 @@ async function main(): Promise<void> {
       process.exit(130);
     });
   }
-  const settings: Settings = args.quick ? { connections: 64, durationSec: 1, warmupSec: 0.5 } : { connections: 64, durationSec: 10, warmupSec: 3 };
+  const settings: Settings = args.quick
+    ? { connections: 64, durationSec: 1, warmupSec: 0.5, rounds: 1 }
+    : { connections: 64, durationSec: 10, warmupSec: 3, rounds: args.rounds ?? 5 };
   const started = Date.now();
   const figures: Figure[] = [];
   const load = new LoadGenerator();
@@ -100,7 +107,8 @@ async function main(): Promise<void> {
   writeReport(args.out, report);
   process.stdout.write(`\nMachine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB RAM, node ${machine.node}, ${machine.os}\n`);
   process.stdout.write(`Load average: ${machine.loadAverage.join(' ')} at the start, ${report.loadAverageAtEnd.join(' ')} at the end\n`);
-  process.stdout.write(`Load: ${settings.connections} keep-alive connections, ${settings.warmupSec} s warm-up, ${settings.durationSec} s measured per figure\n\n`);
+  const alternating = settings.rounds > 1 ? ` (beside a baseline: ${settings.rounds} alternating rounds of ${settings.durationSec / settings.rounds} s each, ${ROUND_WARMUP_SEC} s warm-up after the first)` : '';
+  process.stdout.write(`Load: ${settings.connections} keep-alive connections, ${settings.warmupSec} s warm-up, ${settings.durationSec} s measured per figure${alternating}\n\n`);
   process.stdout.write(`${formatTable(figures)}\n\nJSON: ${args.out}\n`);
   if (failure) {
     process.stderr.write(`\nThe run stopped early: ${failure.stack ?? failure.message}\n`);

@@ -18,7 +18,8 @@ export function toMarkdown(report: RunReport): string {
   const lines = [
     `Run of ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC (${report.mode}): ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB RAM, ${m.os}, node ${m.node}; ` +
       `load average ${m.loadAverage[0]} at the start, ${report.loadAverageAtEnd?.[0] ?? '?'} at the end; ` +
-      `${report.settings.connections} connections, ${report.settings.warmupSec} s warm-up, ${report.settings.durationSec} s measured.`,
+      `${report.settings.connections} connections, ${report.settings.warmupSec} s warm-up, ${report.settings.durationSec} s measured` +
+      ((report.settings.rounds ?? 1) > 1 ? ` (beside a baseline: in ${report.settings.rounds} rounds alternating with it).` : '.'),
     '',
     '| scenario | figure | value | p50 ms | p99 ms | baseline | ratio | target | result |',
     '|---|---|--:|--:|--:|---|--:|---|---|',

@@ -1,0 +1,117 @@
+/**
+ * Two builds of the vault in one process, measured in alternating batches: what a change does
+ * to the vault's CPU per request, on a machine whose speed drifts by more than the change.
+ *
+ *   git worktree add /tmp/before <commit> && (cd /tmp/before && ln -s "$PWD/../main/node_modules" . && npm run build)
+ *   npm run build && node --import tsx bench/ab.ts /tmp/before .
+ *
+ * Each side is a vault on its own SQLite file with the same data (200 subjects of 20 points),
+ * driven through Fastify's inject (no sockets), 64 requests in flight. Batches of the two
+ * sides follow each other, so both meet the same machine; the figure is the median over pairs
+ * of B's CPU per request divided by A's. Throughput and latency stay `npm run bench`'s job.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+
+interface Side {
+  name: string;
+  inject: (path: string) => Promise<number>;
+  close: () => Promise<void>;
+  ids: string[];
+}
+
+const FIELDS = Array.from({ length: 20 }, (_, i) => `AB_F${i}`);
+const SUBJECTS = 200;
+const PAIRS = Number(process.env.AB_PAIRS ?? 25);
+
+async function start(root: string, keys: { publicKey: string; privateKey: string }): Promise<Side> {
+  const load = (module: string) => import(pathToFileURL(join(root, 'dist/core/src', module)).href);
+  const [{ loadConfig }, { createLogger }, { Vault }, { buildServer }] = await Promise.all([load('config.js'), load('logger.js'), load('vault.js'), load('http/server.js')]);
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-ab-'));
+  const admin = `admin_${randomBytes(16).toString('hex')}`;
+  const config = loadConfig({
+    VAULT_DATA_DIR: dataDir,
+    VAULT_ADMIN_API_KEY: admin,
+    VAULT_ENCRYPTION_PUBLIC_KEY: keys.publicKey,
+    VAULT_INDEX_KEY: randomBytes(32).toString('base64'),
+    VAULT_LOG_LEVEL: 'warn',
+    VAULT_RATE_LIMIT_MAX: '0',
+  });
+  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: () => {} });
+  const app = await buildServer(vault);
+  await app.ready();
+  const call = async (method: string, url: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await app.inject({ method, url, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, payload: body ? JSON.stringify(body) : undefined });
+    if (res.statusCode >= 300) throw new Error(`${root}: ${method} ${url} answered ${res.statusCode}: ${res.body}`);
+    return res.json();
+  };
+  for (const key of FIELDS) await call('POST', '/attributes', admin, { key, schema: 'string' });
+  const appKey = (await call('POST', '/applications', admin, { name: 'ab', attributes: FIELDS, admin: false })).data.apiKey as string;
+  const ids: string[] = [];
+  for (let s = 0; s < SUBJECTS; s++) {
+    const stored = await call('POST', `/entities/ab-${s}/attributes`, appKey, { data: FIELDS.map((attribute, j) => ({ attribute, value: `value ${s} ${j}`.padEnd(40, '.') })) }, { 'x-encryption-key': keys.publicKey });
+    ids.push(...stored.data.map((p: { dataPointId: string }) => p.dataPointId));
+  }
+  const headers = { authorization: `Bearer ${appKey}`, 'x-decryption-key': keys.privateKey };
+  return {
+    name: root,
+    ids,
+    inject: async (url) => (await app.inject({ method: 'GET', url, headers })).statusCode,
+    close: async () => {
+      await app.close();
+      await vault.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** CPU µs per request over `n` requests, 64 in flight. */
+async function batch(side: Side, n: number, path: (side: Side, i: number) => string): Promise<number> {
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const status = await side.inject(path(side, next++));
+      if (status !== 200) throw new Error(`${side.name} answered ${status}`);
+    }
+  };
+  const before = process.cpuUsage();
+  await Promise.all(Array.from({ length: 64 }, worker));
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / n;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1];
+
+async function main(): Promise<void> {
+  const [a, b] = process.argv.slice(2).map((p) => resolve(p));
+  if (!a || !b) {
+    process.stderr.write('usage: node --import tsx bench/ab.ts <repository A> <repository B>   (each with dist/ built)\n');
+    process.exit(2);
+  }
+  const { generateKeyPair } = await import(pathToFileURL(join(b, 'dist/core/src/crypto/keys.js')).href);
+  const keys = generateKeyPair(2048);
+  const sides = [await start(a, keys), await start(b, keys)];
+  const scenarios: [string, number, (side: Side, i: number) => string][] = [
+    ['read by id', 2000, (side, i) => `/data/${side.ids[(i * 7919) % side.ids.length]}`],
+    ['subject read of 20 points', 300, (_, i) => `/entities/ab-${(i * 31) % SUBJECTS}/attributes`],
+  ];
+  try {
+    for (const [name, n, path] of scenarios) {
+      for (const side of sides) await batch(side, n, path);
+      const cpu: number[][] = [[], []];
+      for (let pair = 0; pair < PAIRS; pair++) for (let s = 0; s < 2; s++) cpu[s].push(await batch(sides[s], n, path));
+      const ratios = cpu[0].map((x, i) => cpu[1][i] / x);
+      process.stdout.write(
+        `${name}: A ${median(cpu[0]).toFixed(0)} µs, B ${median(cpu[1]).toFixed(0)} µs CPU per request (medians); ` +
+          `B/A ${median(ratios).toFixed(3)} (median of ${PAIRS} pairs, ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})\n`,
+      );
+    }
+  } finally {
+    for (const side of sides) await side.close();
+  }
+}
+
+await main();
