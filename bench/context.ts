@@ -151,3 +151,33 @@ export async function compare(ctx: BenchContext, options: CompareOptions): Promi
 export function ratioTarget(min: number, of = 'baseline'): (f: Figure) => Target {
   return (f) => ({ text: `>= ${min}x ${of}`, pass: f.ratio !== undefined && f.ratio >= min && !f.problems?.length });
 }
+
+/**
+ * Relates a figure to a reference figure of the same run (the same scenario on SQLite, with
+ * one process, without rules), both measured beside the same kind of baseline server. The
+ * machine's speed drifts between the two measurements, so the reference is scaled by how far
+ * the baseline moved between them; the unscaled ratio goes into the notes.
+ */
+export function relate(figure: Figure, reference: Figure | undefined, name: string): void {
+  const notes = figure.notes ?? [];
+  figure.notes = notes;
+  if (!reference?.value) {
+    notes.push(`no ${name} figure in this run to compare with`);
+    return;
+  }
+  const unscaled = (figure.value ?? 0) / reference.value;
+  const now = figure.baselineLoad?.rps;
+  const then = reference.baselineLoad?.rps;
+  if (!now || !then) {
+    figure.baseline = { name, value: reference.value, p50: reference.p50, p99: reference.p99 };
+    figure.ratio = unscaled;
+    return;
+  }
+  const drift = now / then;
+  figure.baseline = { name: `${name}, drift-corrected`, value: reference.value * drift, p50: reference.p50, p99: reference.p99 };
+  figure.ratio = unscaled / drift;
+  notes.push(
+    `${name}: ${Math.round(reference.value).toLocaleString('en-US')} ${reference.unit} when the baseline answered ${Math.round(then).toLocaleString('en-US')} req/s; ` +
+      `beside this figure it answered ${Math.round(now).toLocaleString('en-US')} req/s, so the reference is scaled by ${drift.toFixed(2)} (unscaled ratio ${unscaled.toFixed(2)}x)`,
+  );
+}

@@ -4,13 +4,14 @@
  * and dropped after it. The load generator splits its connections between them (no balancer
  * in between to measure). One process is compared with the same scenario on SQLite in this
  * run, two and four with one; each figure notes the CPU use and the activity-lock waits, so
- * a flat curve shows whether the cores or a lock were the limit.
+ * a flat curve shows whether the cores or a lock were the limit. Every figure is measured
+ * beside the baseline server, so that comparisons across minutes can be drift-corrected.
  */
 import { existsSync } from 'node:fs';
 import { Api, inParallel } from '../api.js';
-import { compare, type BenchContext } from '../context.js';
+import { compare, relate, type BenchContext } from '../context.js';
 import { jsonRequests } from '../load.js';
-import { startVault } from '../processes.js';
+import { startBaseline, startVault, type BaselineProcess } from '../processes.js';
 import { createPostgresDatabase } from '../../core/src/testing/harness.js';
 import { createApplication, defineAttributes, readHeaders, storeHeaders, textValue } from './shared.js';
 import type { VaultProcess } from '../../core/src/testing/process.js';
@@ -40,35 +41,37 @@ export async function runPostgres(ctx: BenchContext): Promise<void> {
     return;
   }
   const vaults: VaultProcess[] = [];
+  let baseline: BaselineProcess | undefined;
   try {
+    baseline = await startBaseline();
     ctx.log('postgres: starting the first vault');
     const first = await startVault({ VAULT_DB: database.url });
     vaults.push(first);
     await defineAttributes(first, [{ key: NOTE, schema: 'string', repeatable: true, indexed: true }]);
     const app = await createApplication(first, [NOTE]);
     const store = new Api(first.url, storeHeaders(app.apiKey, first));
+    const baselineApi = new Api(baseline.url);
     const ids: string[] = [];
+    const baselineIds: string[] = [];
     await inParallel(entities, 4, async (e) => {
-      const body = await store.ok('POST', `/entities/bench-pg-${e}/attributes`, { data: [{ attribute: NOTE, value: textValue(e) }] });
-      ids.push(body.data[0].dataPointId);
+      const body = { data: [{ attribute: NOTE, value: textValue(e) }] };
+      ids.push((await store.ok('POST', `/entities/bench-pg-${e}/attributes`, body)).data[0].dataPointId);
+      baselineIds.push((await baselineApi.ok('POST', `/entities/bench-pg-${e}/attributes`, body)).data[0].dataPointId);
     });
-    const storePool = jsonRequests(
-      'POST',
-      storeHeaders(app.apiKey, first),
-      Array.from({ length: 2000 }, (_, i) => ({ path: `/entities/bench-pg-${i % entities}/attributes`, body: { data: [{ attribute: NOTE, value: textValue(i) }] } })),
-    );
-    const readPool = jsonRequests('GET', readHeaders(app.apiKey, first), ids.map((id) => ({ path: `/data/${id}` })));
-
-    const sqlite = (scenario: string) => ctx.figures.find((f) => f.scenario === scenario && f.value);
-    const relate = (figure: Figure, scenario: string) => {
-      const ref = sqlite(scenario);
-      if (!ref?.value) {
-        figure.notes = [...(figure.notes ?? []), `no SQLite figure for ${scenario} in this run to compare with`];
-        return;
-      }
-      figure.baseline = { name: `vault on SQLite`, value: ref.value, p50: ref.p50, p99: ref.p99 };
-      figure.ratio = (figure.value ?? 0) / ref.value;
+    const stores = (headers: Record<string, string>) =>
+      jsonRequests(
+        'POST',
+        headers,
+        Array.from({ length: 2000 }, (_, i) => ({ path: `/entities/bench-pg-${i % entities}/attributes`, body: { data: [{ attribute: NOTE, value: textValue(i) }] } })),
+      );
+    const reads = (headers: Record<string, string>, pointIds: string[]) => jsonRequests('GET', headers, pointIds.map((id) => ({ path: `/data/${id}` })));
+    const pools = {
+      store: { vault: stores(storeHeaders(app.apiKey, first)), baseline: stores({}) },
+      'read by id': { vault: reads(readHeaders(app.apiKey, first), ids), baseline: reads({}, baselineIds) },
     };
+    const measure = (name: string, kind: keyof typeof pools, urls: string[]) =>
+      compare(ctx, { scenario: 'postgres', name, vault: { name: 'vault', url: urls, pool: pools[kind].vault }, baseline: { name: 'baseline', url: baseline!.url, pool: pools[kind].baseline }, observe: true });
+    const sqlite = (scenario: string) => ctx.figures.find((f) => f.scenario === scenario && f.value);
 
     const single: Record<string, Figure> = {};
     for (const processes of [1, 2, 4]) {
@@ -80,19 +83,17 @@ export async function runPostgres(ctx: BenchContext): Promise<void> {
       }
       const urls = vaults.map((v) => v.url);
       const label = `${processes} process${processes > 1 ? 'es' : ''}`;
-      for (const [kind, pool, sqliteScenario] of [
-        ['store', storePool, 'store'],
-        ['read by id', readPool, 'read-by-id'],
+      for (const [kind, sqliteScenario] of [
+        ['store', 'store'],
+        ['read by id', 'read-by-id'],
       ] as const) {
-        const figure = await compare(ctx, { scenario: 'postgres', name: `${kind} on PostgreSQL, ${label}`, vault: { name: 'vault', url: urls, pool }, observe: true });
+        const figure = await measure(`${kind} on PostgreSQL, ${label}`, kind, urls);
         if (processes === 1) {
           single[kind] = figure;
-          relate(figure, sqliteScenario);
+          relate(figure, sqlite(sqliteScenario), 'vault on SQLite');
           figure.target = { text: '>= 0.6x SQLite', pass: figure.ratio !== undefined && figure.ratio >= 0.6 && !figure.problems?.length };
         } else {
-          const one = single[kind];
-          figure.baseline = { name: 'one process', value: one.value ?? 0, p50: one.p50, p99: one.p99 };
-          figure.ratio = one.value ? (figure.value ?? 0) / one.value : undefined;
+          relate(figure, single[kind], 'one process');
           if (processes === 2) figure.target = { text: '>= 1.3x one process', pass: figure.ratio !== undefined && figure.ratio >= 1.3 && !figure.problems?.length };
         }
       }
@@ -107,18 +108,14 @@ export async function runPostgres(ctx: BenchContext): Promise<void> {
       const { VAULT_PORT: _port, VAULT_DATA_DIR: _dir, VAULT_DB: _db, ...shared } = first.env;
       const overSocket = await startVault({ ...shared, VAULT_DB: socketUrl });
       vaults.push(overSocket);
-      for (const [kind, pool] of [
-        ['store', storePool],
-        ['read by id', readPool],
-      ] as const) {
-        const figure = await compare(ctx, { scenario: 'postgres', name: `${kind} on PostgreSQL over its Unix socket, 1 process`, vault: { name: 'vault', url: [overSocket.url], pool }, observe: true });
-        const tcp = single[kind];
-        figure.baseline = { name: 'TCP, one process', value: tcp.value ?? 0, p50: tcp.p50, p99: tcp.p99 };
-        figure.ratio = tcp.value ? (figure.value ?? 0) / tcp.value : undefined;
+      for (const kind of ['store', 'read by id'] as const) {
+        const figure = await measure(`${kind} on PostgreSQL over its Unix socket, 1 process`, kind, [overSocket.url]);
+        relate(figure, single[kind], 'TCP, one process');
       }
     }
   } finally {
     for (const v of vaults) await v.dispose();
+    await baseline?.dispose();
     await database.drop();
   }
 }
