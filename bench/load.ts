@@ -114,4 +114,3 @@ export function jsonRequests(method: string, headers: Record<string, string>, it
     body: body === undefined ? undefined : JSON.stringify(body),
   }));
 }
-
