@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { ApplicationService } from './applications/service.js';
 import type { VaultConfig } from './config.js';
 import { WriteGroup } from './db/write-group.js';
-import { connect, type DatabaseHandle } from './db/connect.js';
+import { connect, disconnect, type DatabaseHandle } from './db/connect.js';
 import type { DialectName } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
 import type { Database } from './db/schema.js';
@@ -128,6 +128,7 @@ export class Vault {
     meterAlerts(this.alerts, this.metrics);
     meterSearches(this.search, this.metrics);
     this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
+    this.metrics.checkpoints = () => handle.checkpointer?.stats();
     this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, sweepIntervalFromEnv(process.env));
   }
 
@@ -137,7 +138,12 @@ export class Vault {
     const announce = options.announce ?? ((m: string) => process.stderr.write(`${m}\n`));
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     const indexKey = loadIndexKey(config);
-    const handle = connect({ url: config.db, poolSize: config.dbPoolSize, sqliteCacheMb: config.sqliteCacheMb });
+    const handle = connect({
+      url: config.db,
+      poolSize: config.dbPoolSize,
+      sqliteCacheMb: config.sqliteCacheMb,
+      onCheckpointError: (err) => options.logger.warn({ err }, 'the SQLite checkpoint thread stopped; the writer checkpoints by itself again'),
+    });
     const vault = new Vault(options, handle, indexKey);
     try {
       await migrateToLatest(vault.db);
@@ -177,8 +183,7 @@ export class Vault {
     await this.retention.stop();
     await this.sealer.stop();
     await this.alerts.webhooks.close();
-    await this.db.destroy();
-    if (this.reader !== this.db) await this.reader.destroy();
+    await disconnect(this.handle);
   }
 }
 

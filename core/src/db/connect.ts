@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { connectSqlite } from './sqlite.js';
+import type { WalCheckpointer } from './checkpointer.js';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -19,6 +20,8 @@ export interface DatabaseHandle {
   dialect: DialectName;
   /** For SQLite only: the driver handle, used by the online backup. */
   sqlite?: SqliteDatabase.Database;
+  /** For an SQLite file: the thread that checkpoints its log. */
+  checkpointer?: WalCheckpointer;
 }
 
 export interface ConnectOptions {
@@ -27,6 +30,8 @@ export interface ConnectOptions {
   poolSize?: number;
   /** SQLite page cache in MiB (memory traded for fewer page reads). */
   sqliteCacheMb?: number;
+  /** Told when SQLite's checkpoint thread fails. */
+  onCheckpointError?: (err: Error) => void;
 }
 
 /** Distinct statements kept prepared per PostgreSQL client. */
@@ -34,7 +39,7 @@ const PREPARED_STATEMENTS = 500;
 /** PostgreSQL parses fast enough that only short statements earn a name. */
 const PREPARED_TEXT_LIMIT = 4096;
 
-export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptions): DatabaseHandle {
+export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointError }: ConnectOptions): DatabaseHandle {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     // Counts and sequences are bigint; JavaScript numbers hold them exactly far past our scale.
     pg.types.setTypeParser(20, (v) => Number(v));
@@ -46,7 +51,14 @@ export function connect({ url, poolSize = 10, sqliteCacheMb = 32 }: ConnectOptio
     return { db, reader: db, dialect: 'postgres' };
   }
   if (!url.startsWith('sqlite:')) throw new Error(`VAULT_DB must be sqlite:<path> or a postgres:// URL, got "${redactUrl(url)}"`);
-  return connectSqlite(url.slice('sqlite:'.length), sqliteCacheMb);
+  return connectSqlite(url.slice('sqlite:'.length), { cacheMb: sqliteCacheMb, onCheckpointError });
+}
+
+/** Closes every connection of a handle, the checkpoint thread's first. */
+export async function disconnect(handle: DatabaseHandle): Promise<void> {
+  await handle.checkpointer?.stop();
+  await handle.db.destroy();
+  if (handle.reader !== handle.db) await handle.reader.destroy();
 }
 
 /** How Kysely opens a transaction: `begin`, or `start transaction isolation level ...`. */

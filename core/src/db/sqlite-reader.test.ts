@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { connect, type DatabaseHandle } from './connect.js';
+import { connect, disconnect, type DatabaseHandle } from './connect.js';
 
 let dir: string;
 let handle: DatabaseHandle;
@@ -26,8 +26,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   other?.close();
-  await handle?.reader.destroy();
-  await handle?.db.destroy();
+  if (handle) await disconnect(handle);
   rmSync(dir, { recursive: true, force: true });
 });
 

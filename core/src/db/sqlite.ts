@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseHandle } from './connect.js';
 import type { Database } from './schema.js';
+import { WalCheckpointer } from './checkpointer.js';
 
 /** Distinct statements kept prepared per connection. */
 const PREPARED_STATEMENTS = 500;
@@ -17,7 +18,20 @@ const PREPARED_STATEMENTS = 500;
  */
 const PREPARED_TEXT_LIMIT = 256 * 1024;
 
-export function connectSqlite(path: string, cacheMb: number): DatabaseHandle {
+/**
+ * Pages of log after which a connection that commits checkpoints by itself (SQLite's default
+ * is 1,000): a checkpoint syncs the file, and with the default a write-heavy load paid for one
+ * every few hundred audit events. 16 MiB of log between checkpoints costs nothing in safety.
+ */
+const AUTOCHECKPOINT_PAGES = 4096;
+
+export interface SqliteOptions {
+  cacheMb: number;
+  /** Told when the checkpoint thread fails (the writer then checkpoints by itself again). */
+  onCheckpointError?: (err: Error) => void;
+}
+
+export function connectSqlite(path: string, { cacheMb, onCheckpointError }: SqliteOptions): DatabaseHandle {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
@@ -34,14 +48,21 @@ export function connectSqlite(path: string, cacheMb: number): DatabaseHandle {
   readerSqlite.pragma('query_only = ON');
   configure(readerSqlite, cacheMb / 2);
   const reader = new Kysely<Database>({ dialect: new ReaderDialect({ database: readingByTurns(preparingOnce(readerSqlite), readerSqlite, writes) }) });
-  return { db, reader, dialect: 'sqlite', sqlite };
+  // The thread checkpoints long before the writer's own threshold, now four times the usual,
+  // is reached; should the thread stop, the writer goes back to the usual one.
+  sqlite.pragma(`wal_autocheckpoint = ${4 * AUTOCHECKPOINT_PAGES}`);
+  const checkpointer = new WalCheckpointer(path, {
+    onError: (err) => {
+      if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      onCheckpointError?.(err);
+    },
+  });
+  return { db, reader, dialect: 'sqlite', sqlite, checkpointer };
 }
 
 function configure(sqlite: SqliteDatabase.Database, cacheMb: number): void {
   sqlite.pragma('busy_timeout = 5000');
-  // A checkpoint syncs the file; with the default 1,000 pages a write-heavy load paid for one
-  // every few hundred audit events. 16 MiB of log between checkpoints costs nothing in safety.
-  sqlite.pragma('wal_autocheckpoint = 4096');
+  sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   sqlite.pragma(`cache_size = -${Math.max(1024, Math.round(cacheMb * 1024))}`);
   sqlite.pragma('temp_store = memory');
 }

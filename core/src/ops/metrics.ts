@@ -3,6 +3,7 @@
  * route templates, methods and status codes only: never an id, a key or a value.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CheckpointStats } from '../db/checkpointer.js';
 
 export class VaultMetrics {
   readonly registry = new Registry();
@@ -57,6 +58,8 @@ export class VaultMetrics {
   readonly dataKeyCacheHitRatio: Gauge;
   /** Set by the vault to the data-key cache's counters. */
   dataKeyLookups: () => { hits: number; misses: number } = () => ({ hits: 0, misses: 0 });
+  /** Set by a vault on an SQLite file to its checkpoint thread's counters. */
+  checkpoints: () => CheckpointStats | undefined = () => undefined;
 
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vault_' });
@@ -69,6 +72,28 @@ export class VaultMetrics {
       collect() {
         const { hits, misses } = self.dataKeyLookups();
         this.set(hits + misses === 0 ? 0 : hits / (hits + misses));
+      },
+    });
+    new Counter({
+      name: 'vault_sqlite_checkpoints_total',
+      help: "Checkpoints run by the vault's checkpoint thread that copied log pages into the SQLite file",
+      registers: [this.registry],
+      collect() {
+        const stats = self.checkpoints();
+        this.reset();
+        if (stats) this.inc(stats.checkpoints);
+      },
+    });
+    new Gauge({
+      name: 'vault_sqlite_wal_pages',
+      help: 'Pages in the SQLite write-ahead log at the last checkpoint, by whether they were copied into the file yet',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const stats = self.checkpoints();
+        if (!stats) return;
+        this.set({ state: 'copied' }, stats.copiedPages);
+        this.set({ state: 'waiting' }, stats.walPages - stats.copiedPages);
       },
     });
   }

@@ -71,6 +71,26 @@ test('metrics count operations by route template and kind, never by id, key or v
   }
 });
 
+test('on SQLite, metrics show the checkpoint thread copying the log into the file', async (t) => {
+  // SQLite in both passes: the checkpoint thread exists only there.
+  const dir = mkdtempSync(join(tmpdir(), 'vault-checkpoints-'));
+  const v = await startTestVault({ env: { VAULT_DB: `sqlite:${join(dir, 'vault.db')}` } });
+  t.teardown(async () => {
+    await v.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  t.is((await v.request('POST', '/attributes', { body: { key: 'NOTE', schema: 'string' } })).status, 201);
+  const scrape = async () => String((await v.request('GET', '/metrics', { apiKey: null })).body);
+  const deadline = Date.now() + 5000;
+  let text = await scrape();
+  while (!/vault_sqlite_checkpoints_total [1-9]/.test(text) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    text = await scrape();
+  }
+  t.regex(text, /vault_sqlite_checkpoints_total [1-9]/);
+  t.regex(text, /vault_sqlite_wal_pages\{state="copied"\} [1-9]/);
+});
+
 test('every answer carries security headers and is not cacheable', async (t) => {
   const v = await startTestVault();
   t.teardown(() => v.close());
