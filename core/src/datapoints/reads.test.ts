@@ -95,3 +95,28 @@ test.serial('reads by id that arrive together each get their own point, 404, or 
   t.deepEqual(await readsOf(restricted), []);
   t.is((await v.request('GET', '/data/' + ids[1], { apiKey, headers: { 'x-decryption-key': v.keys.privateKey } })).body.data.value, 'Grace', 'a later read is not served from the batch');
 });
+
+test.serial('a stored value altered in the database answers 500 and logs the point, never the value', async (t) => {
+  const attribute = uid('NOTE');
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string' } })).status, 201);
+  const subject = uid('subject');
+  const secret = `secret-${randomBytes(6).toString('hex')}`;
+  const id = await storeOne(subject, attribute, secret);
+  const read = () => v.request('GET', `/data/${id}`, { headers: { 'x-decryption-key': v.keys.privateKey } });
+  t.is((await read()).body.data.value, secret);
+
+  // One bit of the sealed value flipped, as a disk or a hand in the database might.
+  const [row] = await v.vault.db.selectFrom('datapoints').select('ciphertext').where('id', '=', id).execute();
+  const altered = Buffer.from(row.ciphertext!);
+  altered[altered.length - 1] ^= 1;
+  await v.vault.db.updateTable('datapoints').set({ ciphertext: altered }).where('id', '=', id).execute();
+
+  const res = await read();
+  t.is(res.status, 500);
+  t.is(res.body.message, 'Stored data failed its integrity check');
+  const subjectRead = await v.request('GET', `/entities/${subject}/attributes`, { headers: { 'x-decryption-key': v.keys.privateKey } });
+  t.is(subjectRead.status, 500);
+  t.is(subjectRead.body.message, 'Stored data failed its integrity check');
+  t.true(v.logs.some((line) => line.includes('a stored ciphertext failed authentication') && line.includes(id)));
+  t.false(v.logs.some((line) => line.includes(secret)));
+});
