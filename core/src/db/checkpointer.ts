@@ -7,8 +7,12 @@
  * subject read). Here a worker thread with its own connection runs PASSIVE checkpoints, which
  * never wait for and never block readers or the writer.
  *
- * The writer keeps a checkpoint threshold of its own, four times the usual one: should this
- * thread fall behind or die, the log is still bounded, as it was before.
+ * The writer keeps a checkpoint threshold of its own, four times the usual one, and it is
+ * still needed: SQLite starts the log over from its beginning only when a write begins with
+ * every page already copied, and a steady stream of group commits never leaves the thread
+ * that moment (an earlier try without the threshold saw the log pass 1 GB). At the threshold
+ * the writer's own checkpoint finds nearly everything copied, syncs, and the next write
+ * starts the log over; should the thread die, the log is still bounded, as it was before.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
