@@ -48,8 +48,9 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError }: Sqli
   readerSqlite.pragma('query_only = ON');
   configure(readerSqlite, cacheMb / 2);
   const reader = new Kysely<Database>({ dialect: new ReaderDialect({ database: readingByTurns(preparingOnce(readerSqlite), readerSqlite, writes) }) });
-  // The thread checkpoints long before the writer's own threshold, now four times the usual,
-  // is reached; should the thread stop, the writer goes back to the usual one.
+  // The thread copies the log's pages as they come. The writer's own threshold, now four
+  // times the usual, is what starts the log over under a steady load (see checkpointer.ts);
+  // should the thread stop, the writer goes back to the usual one.
   sqlite.pragma(`wal_autocheckpoint = ${4 * AUTOCHECKPOINT_PAGES}`);
   const checkpointer = new WalCheckpointer(path, {
     onError: (err) => {
