@@ -6,7 +6,9 @@
  *   npm run build && node --import tsx bench/ab.ts /tmp/before .
  *
  * Each side is a vault on its own SQLite file with the same data (200 subjects of 20 points),
- * driven through Fastify's inject (no sockets), 64 requests in flight. Batches of the two
+ * driven through Fastify's inject (no sockets), 64 requests in flight: reads by id, subject
+ * reads, and bulk audits of 1000 new points (`AB_ONLY=bulk` runs only the scenarios whose
+ * names start so; `AB_PAIRS` sets the pairs, 25 by default). Batches of the two
  * sides follow each other, so both meet the same machine; the figure is the median over pairs
  * of B's cost per request divided by A's: the process's CPU (every thread), and the main
  * thread's busy time, which bounds throughput once work moves to other threads. Throughput and
@@ -18,9 +20,12 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
+/** A GET of a path, or a POST of a JSON body. */
+type Request = string | { url: string; body: string };
+
 interface Side {
   name: string;
-  inject: (path: string) => Promise<number>;
+  inject: (request: Request) => Promise<number>;
   close: () => Promise<void>;
   ids: string[];
 }
@@ -61,7 +66,12 @@ async function start(root: string, keys: { publicKey: string; privateKey: string
   return {
     name: root,
     ids,
-    inject: async (url) => (await app.inject({ method: 'GET', url, headers })).statusCode,
+    inject: async (request) =>
+      (
+        typeof request === 'string'
+          ? await app.inject({ method: 'GET', url: request, headers })
+          : await app.inject({ method: 'POST', url: request.url, headers: { ...headers, 'content-type': 'application/json' }, payload: request.body })
+      ).statusCode,
     close: async () => {
       await app.close();
       await vault.close();
@@ -78,7 +88,7 @@ interface Cost {
 }
 
 /** µs per request over `n` requests, 64 in flight. */
-async function batch(side: Side, n: number, path: (side: Side, i: number) => string): Promise<Cost> {
+async function batch(side: Side, n: number, path: (side: Side, i: number) => Request): Promise<Cost> {
   let next = 0;
   const worker = async () => {
     while (next < n) {
@@ -105,12 +115,21 @@ async function main(): Promise<void> {
   const { generateKeyPair } = await import(pathToFileURL(join(b, 'dist/core/src/crypto/keys.js')).href);
   const keys = generateKeyPair(2048);
   const sides = [await start(a, keys), await start(b, keys)];
-  const scenarios: [string, number, (side: Side, i: number) => string][] = [
+  // As the benchmark's bulk audit: STORE events without ids, so every event is a new point.
+  const bulk = (i: number) =>
+    JSON.stringify(
+      Array.from({ length: 1000 }, (_, j) => ({ eventType: 'STORE', subjectId: `ab-bulk-${i}-${j % 50}`, applicationId: 'ab', data: { attribute: FIELDS[j % FIELDS.length], value: 'v'.repeat(100) } })),
+    );
+  // Made before measuring: both sides would pay for it alike and the ratio would shrink.
+  const bodies = Array.from({ length: 8 }, (_, i) => bulk(i));
+  const scenarios: [string, number, (side: Side, i: number) => Request][] = [
     ['read by id', 2000, (side, i) => `/data/${side.ids[(i * 7919) % side.ids.length]}`],
     ['subject read of 20 points', 300, (_, i) => `/entities/ab-${(i * 31) % SUBJECTS}/attributes`],
+    ['bulk audit of 1000 events', 8, (_, i) => ({ url: '/auditlogs/bulk', body: bodies[i % bodies.length] })],
   ];
   try {
-    for (const [name, n, path] of scenarios) {
+    const only = process.env.AB_ONLY?.split(',');
+    for (const [name, n, path] of scenarios.filter(([name]) => !only || only.some((o) => name.startsWith(o)))) {
       for (const side of sides) await batch(side, n, path);
       const costs: Cost[][] = [[], []];
       for (let pair = 0; pair < PAIRS; pair++) for (let s = 0; s < 2; s++) costs[s].push(await batch(sides[s], n, path));

@@ -4,7 +4,8 @@
  * `write`, so a refused event leaves the database as it was.
  */
 import type { Kysely } from 'kysely';
-import { chunks } from '../db/insert-rows.js';
+import { chunks, insertRows } from '../db/insert-rows.js';
+import { dialectOf } from '../db/dialect.js';
 import type { Database, DatapointsTable } from '../db/schema.js';
 import type { CandidatePoint, Location } from '../rules/engine.js';
 import { ensureTags } from '../tags/repository.js';
@@ -227,7 +228,9 @@ export class BatchPoints {
       for (const regulation of u.regulations) regulationRows.push({ datapoint_id: id, regulation });
     }
     for (const chunk of chunks([...new Set(tagRows.map((r) => r.tag))], CHUNK)) await ensureTags(trx, chunk);
-    for (const chunk of chunks(points, CHUNK)) await trx.insertInto('datapoints').values(chunk.map((p) => p.row)).execute();
+    // Every row has every column, in one order (`create`): a bulk of 1000 new points spent
+    // more in Kysely's builder than in SQLite.
+    await insertRows(trx, dialectOf(trx), 'datapoints', points.map((p) => p.row));
     for (const chunk of chunks(tagRows, CHUNK)) {
       await trx.insertInto('datapoint_tags').values(chunk).onConflict((oc) => oc.columns(['datapoint_id', 'tag']).doNothing()).execute();
     }
