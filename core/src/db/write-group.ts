@@ -23,7 +23,7 @@ type Work = (trx: Transaction<Database>) => Promise<unknown>;
  * and gains nothing from company (it is one large transaction already).
  */
 const GROUP_LIMIT = 64;
-const GROUP_BUDGET_MS = 20;
+export const GROUP_BUDGET_MS = 20;
 
 export class WriteGroup {
   private readonly queue: CommitQueue<Work, unknown>;
@@ -31,8 +31,10 @@ export class WriteGroup {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
+    /** No new write joins a shared transaction once this much time has gone. */
+    budgetMs = GROUP_BUDGET_MS,
   ) {
-    this.queue = new CommitQueue(db, runInSavepoints, GROUP_LIMIT);
+    this.queue = new CommitQueue(db, (trx, works) => runInSavepoints(trx, works, budgetMs), GROUP_LIMIT);
   }
 
   /** Runs `work` in a transaction of its own or in a savepoint of a shared one; resolves after the commit. */
@@ -42,11 +44,11 @@ export class WriteGroup {
   }
 }
 
-async function runInSavepoints(trx: Transaction<Database>, works: Work[]): Promise<Outcome<unknown>[]> {
+async function runInSavepoints(trx: Transaction<Database>, works: Work[], budgetMs: number): Promise<Outcome<unknown>[]> {
   const outcomes: Outcome<unknown>[] = [];
   const started = performance.now();
   for (const work of works) {
-    if (outcomes.length > 0 && performance.now() - started > GROUP_BUDGET_MS) break;
+    if (outcomes.length > 0 && performance.now() - started > budgetMs) break;
     await sql`savepoint write_group`.execute(trx);
     try {
       const value = await work(trx);
