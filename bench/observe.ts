@@ -23,7 +23,10 @@ function cpuSample(): CpuSample | undefined {
 }
 
 /** Histogram sums and counts by series, e.g. `vault_activity_lock_wait_seconds{stage="append"}`. */
-type Series = Map<string, { sum: number; count: number; buckets: Map<string, number> }>;
+type Histogram = { sum: number; count: number; buckets: Map<string, number> };
+type Series = Map<string, Histogram>;
+
+const emptyHistogram = (): Histogram => ({ sum: 0, count: 0, buckets: new Map() });
 
 /** The vaults' own CPU seconds and answered requests, summed over processes. */
 interface Work {
@@ -54,7 +57,7 @@ async function metricsSample(urls: string[]): Promise<{ series: Series; work: Wo
       const labels = m[3] ?? '';
       const le = /le="([^"]+)"/.exec(labels)?.[1];
       const key = `${m[1]}${labels.replace(/,?le="[^"]+"/, '').replace('{}', '')}`;
-      const entry = series.get(key) ?? { sum: 0, count: 0, buckets: new Map() };
+      const entry = series.get(key) ?? emptyHistogram();
       const value = Number(m[4]);
       if (m[2] === 'sum') entry.sum += value;
       else if (m[2] === 'count') entry.count += value;
@@ -104,8 +107,8 @@ export async function observe(urls: string[], { paused = false } = {}): Promise<
     work.cpuSeconds += to.work.cpuSeconds - from.work.cpuSeconds;
     work.requests += to.work.requests - from.work.requests;
     for (const [key, a] of to.series) {
-      const b = from.series.get(key) ?? { sum: 0, count: 0, buckets: new Map<string, number>() };
-      const total = series.get(key) ?? { sum: 0, count: 0, buckets: new Map<string, number>() };
+      const b = from.series.get(key) ?? emptyHistogram();
+      const total = series.get(key) ?? emptyHistogram();
       total.sum += a.sum - b.sum;
       total.count += a.count - b.count;
       for (const [le, n] of a.buckets) total.buckets.set(le, (total.buckets.get(le) ?? 0) + n - (b.buckets.get(le) ?? 0));

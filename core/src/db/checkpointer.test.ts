@@ -66,7 +66,7 @@ test('stopping the thread leaves the log to the writer and closes cleanly', asyn
   t.pass();
 });
 
-test('a thread that cannot open the database reports it and gives the log back to the writer', async (t) => {
+test('a thread that cannot open the database reports it', async (t) => {
   const dir = tempDir(t);
   const errors: Error[] = [];
   const checkpointer = new WalCheckpointer(join(dir, 'missing', 'vault.db'), { onError: (err) => errors.push(err) });
