@@ -488,17 +488,28 @@ export interface ActivityFilter {
   applicationUser?: string;
   from?: Timestamp | Date;
   to?: Timestamp | Date;
+  /** Sealed records from this position of the chain on (unsealed records have none). */
+  fromSequence?: number;
+  /** Sealed records up to this position of the chain. */
+  toSequence?: number;
   /** 0-based. */
   page?: number;
   /** 1 to 1000; default 100. */
   count?: number;
 }
 
-/** One record of the append-only activity log (never a value). */
+/**
+ * One entry of the append-only activity log (never a value). A read that answered several
+ * points is one record of the log, listed as one entry per point: those entries share
+ * `sequence` and `hash`, and `part` numbers them.
+ */
 export interface ActivityRecord {
-  /** Position in the log. */
-  sequence: number;
+  /** Position of the record in the hash chain; absent until it is sealed (within about a second). */
+  sequence?: number;
+  /** The record's id; for an entry of a record naming several points, `<record id>.<part>`. */
   eventId: string;
+  /** This entry's place (from 1) in a read recorded as one record for several points. */
+  part?: number;
   eventType: EventType;
   subjectId?: string;
   dataPointId?: string;
@@ -516,8 +527,10 @@ export interface ActivityRecord {
   recordedDate: Timestamp;
   /** Id of the application whose API key submitted it. */
   recordedBy: string;
-  /** SHA-256 over the previous record's hash and this record. */
-  hash: string;
+  /** Whether the record is chained yet. */
+  sealed: boolean;
+  /** SHA-256 over the previous record's hash and this record; absent until sealed. */
+  hash?: string;
 }
 
 /** Result of recomputing the activity log's hash chain. */

@@ -16,12 +16,20 @@ export const activityColumns = (appNames = new Map()) => [
   { label: 'Attribute', key: 'attribute' },
   { label: 'Application', render: (r) => html`<span title=${r.applicationId}>${appNames.get(r.applicationId) ?? r.applicationId}</span>` },
   { label: 'User', key: 'applicationUser' },
-  { label: 'Seq.', render: (r) => (r.sealed === false ? html`<span class="muted" title="Not chained yet">pending</span>` : `#${r.sequence}`) },
+  {
+    label: 'Seq.',
+    render: (r) =>
+      r.sealed === false
+        ? html`<span class="muted" title="Not chained yet">pending</span>`
+        : r.part
+          ? html`<span title=${`Point ${r.part} of one read, recorded as one record`}>#${r.sequence}.${r.part}</span>`
+          : `#${r.sequence}`,
+  },
   { label: 'Data point', render: (r) => html`<span class="mono small">${r.dataPointId ?? '—'}</span>` },
   { label: 'Report-only', key: 'reportOnly' },
 ];
 
-const CSV_FIELDS = ['sequence', 'eventId', 'eventType', 'timestamp', 'recordedDate', 'subjectId', 'dataPointId', 'attribute', 'applicationId', 'applicationUser', 'recordedBy', 'reportOnly', 'sealed', 'hash'];
+const CSV_FIELDS = ['sequence', 'part', 'eventId', 'eventType', 'timestamp', 'recordedDate', 'subjectId', 'dataPointId', 'attribute', 'applicationId', 'applicationUser', 'recordedBy', 'reportOnly', 'sealed', 'hash'];
 
 function csvCell(value) {
   if (value === undefined || value === null) return '';
@@ -84,12 +92,12 @@ export function Activity({ admin, id }) {
       setError(err);
     }
   };
-  // Unfiltered, the log is in sealing order, so sequence N sits at position N - 1.
+  // The record and the one before it: verification cannot tell which of the two was touched.
   const show = (sequence) => {
     setForm(EMPTY);
-    setFilters(EMPTY);
+    setFilters({ ...EMPTY, fromSequence: Math.max(1, sequence - 1), toSequence: sequence });
     setHighlight(sequence);
-    setPage(Math.floor((sequence - 1) / COUNT));
+    setPage(0);
     setVersion((v) => v + 1);
   };
 
@@ -119,6 +127,9 @@ export function Activity({ admin, id }) {
     <${ErrorBox} error=${error} admin=${!admin} />
     <${Notice}>${status}</${Notice}>
     ${chain ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
+    ${filters.toSequence
+      ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button></${Notice}>`
+      : null}
     <${ErrorBox} error=${rows.error} admin=${!admin} />
     ${rows.loading && !rows.data ? html`<${Loading} />` : null}
     ${rows.data

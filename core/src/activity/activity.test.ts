@@ -3,7 +3,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { fuzzRoutes } from '../testing/fuzz.js';
 import { defineAttribute, unique } from '../audit/fixtures.js';
-import { filtered, verifyActivityChain } from './service.js';
+import { entryPage, verifyActivityChain } from './service.js';
 import type { ActivityRecord } from './log.js';
 import { toRecordRow } from './records.js';
 import { SEAL_LOCK_KEY } from './sealer.js';
@@ -126,8 +126,8 @@ test('each filter narrows the list', async (t) => {
 const onSqlite = process.env.VAULT_TEST_DB === 'postgres' ? test.skip : test;
 onSqlite('a filter by subject and application walks the subject’s records, not the application’s', async (t) => {
   const db = v.vault.db;
-  for (const filter of [{ subjectId: 's' }, { subjectsOfPoint: ['s', 't'] }]) {
-    const query = filtered(db, db.selectFrom('activity_log').selectAll() as never, { ...filter, applicationId: 'crm' }, undefined, undefined).orderBy('sequence').limit(100).compile();
+  for (const filter of [{ subjectId: 's' }, { subjectsOfPoint: ['s', 't'] }, { subjectsOfPoint: ['s'], dataPointId: 'p' }]) {
+    const query = entryPage('sqlite', 'activity_log', { ...filter, applicationId: 'crm' }, undefined, undefined, 100, 0).compile(db);
     const plan = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
     t.regex(plan.rows.map((r) => r.detail).join(' | '), /USING INDEX activity_log_by_subject/, JSON.stringify(filter));
   }
@@ -271,6 +271,51 @@ test('an edited record fails verification at that record', async (t) => {
   const { hash: _ignored, ...edited } = rows[2];
   await fresh.vault.db.updateTable('activity_log').set({ hash: chainHash(rows[1].hash, edited) }).where('sequence', '=', 3).execute();
   t.like((await verifyActivityChain(fresh.vault.db)), { valid: false, firstBrokenSequence: 4, firstBrokenEventId: 'evt-3' });
+});
+
+test('a point taken out of, or slipped into, a record that names several points fails verification at that record', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  const subject = unique('subject');
+  const points = [
+    { dataPointId: 'p-1', attribute: EMAIL },
+    { dataPointId: 'p-2', attribute: 'NAME' },
+  ];
+  await appendVaulted(fresh, [{ subjectId: subject, dataPointId: 'p-0', attribute: EMAIL }, { subjectId: subject, points }, { subjectId: subject, dataPointId: 'p-3', attribute: EMAIL }]);
+  await fresh.vault.sealer.sealAll();
+  t.like(await verifyActivityChain(fresh.vault.db), { valid: true, records: 3 });
+  const [record] = await fresh.vault.db.selectFrom('activity_log').select(['sequence', 'event_id', 'points']).where('points', 'is not', null).execute();
+  t.is(record.points, '[["p-1","' + EMAIL + '"],["p-2","NAME"]]');
+
+  await dropGuards(fresh);
+  for (const forged of ['[["p-1","' + EMAIL + '"]]', '[["p-1","' + EMAIL + '"],["p-2","NAME"],["p-9","NAME"]]', null]) {
+    await fresh.vault.db.updateTable('activity_log').set({ points: forged }).where('sequence', '=', record.sequence).execute();
+    t.like(await verifyActivityChain(fresh.vault.db), { valid: false, firstBrokenSequence: Number(record.sequence), firstBrokenEventId: record.event_id }, String(forged));
+  }
+});
+
+test('a range of sequences lists those sealed records, with every entry of each, and nothing unsealed', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  const subject = unique('subject');
+  const two = [
+    { dataPointId: 'p-2', attribute: EMAIL },
+    { dataPointId: 'p-3', attribute: EMAIL },
+  ];
+  await appendVaulted(fresh, [{ subjectId: subject, dataPointId: 'p-1', attribute: EMAIL }, { subjectId: subject, points: two }, { subjectId: subject, dataPointId: 'p-4', attribute: EMAIL }]);
+  await fresh.vault.sealer.sealAll();
+  await fresh.vault.sealer.stop();
+  await appendPending(fresh, [{ subjectId: subject, dataPointId: 'p-5', attribute: EMAIL }]);
+  const list = async (query: Record<string, string>) =>
+    (await fresh.request('GET', '/activity', { query })).body.data.map((e: any) => `${e.sequence ?? 'pending'}:${e.dataPointId}`);
+  t.deepEqual(await list({}), ['1:p-1', '2:p-2', '2:p-3', '3:p-4', 'pending:p-5']);
+  t.deepEqual(await list({ fromSequence: '2' }), ['2:p-2', '2:p-3', '3:p-4']);
+  t.deepEqual(await list({ fromSequence: '1', toSequence: '2' }), ['1:p-1', '2:p-2', '2:p-3']);
+  t.deepEqual(await list({ toSequence: '2', count: '2', page: '1' }), ['2:p-3']);
+  t.deepEqual(await list({ fromSequence: '4' }), []);
+  for (const bad of [{ fromSequence: '0' }, { toSequence: 'last' }, { fromSequence: '1.5' }] as Record<string, string>[]) {
+    t.is((await fresh.request('GET', '/activity', { query: bad })).status, 400, JSON.stringify(bad));
+  }
 });
 
 test('a deleted record fails verification at its successor', async (t) => {

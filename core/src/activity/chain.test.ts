@@ -5,6 +5,20 @@ import { toRecordRow } from './records.js';
 const rows = [
   toRecordRow({ eventType: 'READ', subjectId: 's-1', dataPointId: 'p-1', attribute: 'EMAIL', applicationId: 'app', reportOnly: false, timestamp: '2026-01-01T00:00:00.000Z' }, '2026-01-01T00:00:01.000Z'),
   toRecordRow({ eventType: 'STORE', eventId: 'e-2', subjectId: 's-2', applicationId: 'app', applicationUser: 'ann "the" admin', reportOnly: true, timestamp: '2026-01-01T00:00:02.000Z', summary: { ok: true } }, '2026-01-01T00:00:03.000Z'),
+  toRecordRow(
+    {
+      eventType: 'READ',
+      subjectId: 's-3',
+      points: [
+        { dataPointId: 'p-3', attribute: 'EMAIL' },
+        { dataPointId: 'p-4', attribute: 'NAME' },
+      ],
+      applicationId: 'app',
+      reportOnly: false,
+      timestamp: '2026-01-01T00:00:04.000Z',
+    },
+    '2026-01-01T00:00:05.000Z',
+  ),
 ];
 
 test('chaining a batch gives each row the hash verification recomputes, and the values in column order', (t) => {
@@ -18,7 +32,22 @@ test('chaining a batch gives each row the hash verification recomputes, and the 
     t.is(hash, chainHash(previous, fields));
     previous = hash;
   });
-  t.deepEqual(head, { sequence: 43, hash: previous });
+  t.deepEqual(head, { sequence: 44, hash: previous });
+});
+
+test('a record of one point hashes as it did before records could name several, so older logs still verify', (t) => {
+  const row = toRecordRow({ eventType: 'READ', eventId: 'e-1', subjectId: 's-1', dataPointId: 'p-1', attribute: 'EMAIL', applicationId: 'app', reportOnly: false, timestamp: '2026-01-01T00:00:00.000Z' }, '2026-01-01T00:00:01.000Z');
+  t.is(row.points, null);
+  // Computed by the code before the `points` column existed.
+  t.is(chainHash(GENESIS_HASH, { sequence: 1, ...row }), 'b5cf3fad48bce17b82c5c655db6963c01b121b7e26910a319cc6318abd24ce6d');
+});
+
+test('the points a record names are covered by its hash: another point, or another order, is another hash', (t) => {
+  const row = rows[2];
+  t.is(row.points, '[["p-3","EMAIL"],["p-4","NAME"]]');
+  const original = chainHash(GENESIS_HASH, { sequence: 1, ...row });
+  t.not(chainHash(GENESIS_HASH, { sequence: 1, ...row, points: '[["p-4","NAME"],["p-3","EMAIL"]]' }), original);
+  t.not(chainHash(GENESIS_HASH, { sequence: 1, ...row, points: '[["p-3","EMAIL"]]' }), original);
 });
 
 test('an empty batch leaves the head where it was', (t) => {

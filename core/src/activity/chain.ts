@@ -36,6 +36,7 @@ export const CHAINED_COLUMNS = [
   'event_time',
   'recorded_date',
   'summary',
+  'points',
   'hash',
 ] as const;
 
@@ -43,11 +44,13 @@ type Unchained = Omit<ActivityLogTable, 'sequence' | 'hash'>;
 
 /**
  * A JSON array in a fixed column order: no key ordering to agree on, and every value is a
- * string, an integer or null, which JSON spells one way only.
+ * string, an integer or null, which JSON spells one way only. A record naming several points
+ * (`v2`) adds their list, as stored; every other record keeps the form it was chained with
+ * before that column existed (`v1`), so logs written then still verify.
  */
 function canonicalArray(sequence: number, row: Unchained): unknown[] {
-  return [
-    'v1',
+  const fields = [
+    row.points === null || row.points === undefined ? 'v1' : 'v2',
     sequence,
     row.event_id,
     row.recorded_by,
@@ -68,6 +71,8 @@ function canonicalArray(sequence: number, row: Unchained): unknown[] {
     row.recorded_date,
     row.summary,
   ];
+  if (fields[0] === 'v2') fields.push(row.points);
+  return fields;
 }
 
 export function canonicalFields(row: Omit<ActivityLogTable, 'hash'>): string {
@@ -86,7 +91,7 @@ export function chainHash(previousHash: string, row: Omit<ActivityLogTable, 'has
 /**
  * Chains records onto a head: their values in `CHAINED_COLUMNS` order, one flat list ready to
  * insert, and the new head. The same hashes as `chainHash`, without an object per row: a
- * subject read chains twenty records.
+ * bulk audit chains a thousand records.
  */
 export function chainRecords(head: ChainHead, records: readonly Unchained[]): { values: unknown[]; head: ChainHead } {
   const values: unknown[] = [];
@@ -96,6 +101,8 @@ export function chainRecords(head: ChainHead, records: readonly Unchained[]): { 
     const fields = canonicalArray(sequence, record);
     previous = link(previous, JSON.stringify(fields));
     for (let i = 1; i < fields.length; i++) values.push(fields[i]);
+    // `points`, which a v1 record's canonical form leaves out.
+    if (fields[0] === 'v1') values.push(null);
     values.push(previous);
   }
   return { values, head: { sequence, hash: previous } };

@@ -23,6 +23,12 @@ export interface EventOrigin {
   location?: Location;
 }
 
+/** One point a read answered. */
+export interface PointRef {
+  dataPointId: string;
+  attribute: string;
+}
+
 export interface ActivityRecord extends EventOrigin {
   eventType: EventType;
   /** Caller-supplied for audit events (dedupe); generated otherwise. */
@@ -40,6 +46,11 @@ export interface ActivityRecord extends EventOrigin {
   recordedBy?: string;
   /** The answer given for an audit event, kept so that a repeated `eventId` gets it again. */
   summary?: unknown;
+  /**
+   * A read that answered several points of `subjectId`, in the order answered: one record
+   * for the request, listed as one entry per point. `dataPointId` and `attribute` stay unset.
+   */
+  points?: readonly PointRef[];
 }
 
 export interface ActivityLog {

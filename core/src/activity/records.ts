@@ -34,6 +34,7 @@ export function toRecordRow(r: ActivityRecord, recordedDate: string): RecordRow 
     event_time: r.timestamp,
     recorded_date: recordedDate,
     summary: r.summary === undefined ? null : JSON.stringify(r.summary),
+    points: r.points === undefined ? null : JSON.stringify(r.points.map((p) => [storable(p.dataPointId), storable(p.attribute)])),
   };
 }
 

@@ -22,6 +22,8 @@ const query = {
     applicationUser: text(1024),
     from: { type: 'string', maxLength: 64, description: 'ISO 8601; records whose event time is at or after it' },
     to: { type: 'string', maxLength: 64, description: 'ISO 8601; records whose event time is at or before it' },
+    fromSequence: { type: 'integer', minimum: 1, maximum: 1e15, description: 'Sealed records from this position of the chain on (records not yet sealed have none)' },
+    toSequence: { type: 'integer', minimum: 1, maximum: 1e15, description: 'Sealed records up to this position of the chain' },
     page: { type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 },
     count: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
   },
@@ -32,8 +34,13 @@ const optionalText = { type: 'string' } as const;
 export const activityEntrySchema = {
   type: 'object',
   properties: {
-    sequence: { type: 'integer', description: 'Position in the hash chain, given when the record is sealed; absent before' },
-    eventId: { type: 'string' },
+    sequence: { type: 'integer', description: 'Position of the record in the hash chain, given when it is sealed; absent before. Entries of one record share it' },
+    eventId: { type: 'string', description: 'The record’s id; for an entry of a record that names several points, `<record id>.<part>`' },
+    part: {
+      type: 'integer',
+      minimum: 1,
+      description: 'A read answered with several points is one record, listed as one entry per point: this entry’s place in it. Absent otherwise',
+    },
     eventType: { type: 'string', enum: eventTypeEnum },
     subjectId: optionalText,
     dataPointId: optionalText,

@@ -1,10 +1,12 @@
 /**
  * Reading the activity log: listing with filters, and verifying the hash chain. Records are
  * written by the appender (`appender.ts`) and chained by the sealer (`sealer.ts`); a record
- * committed but not yet sealed is listed after every sealed one, without a `sequence`.
+ * committed but not yet sealed is listed after every sealed one, without a `sequence`. The
+ * list is of entries: one per record, but one per point for a read that answered several
+ * points, which is one record (`entriesOf`).
  */
-import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { dialectOf, type DialectName } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import type { EventType, Location } from '../rules/engine.js';
@@ -13,15 +15,21 @@ import { chainHash, GENESIS_HASH, type ChainHead } from './chain.js';
 import { chunks, INSERT_CHUNK } from '../db/insert-rows.js';
 import { chainHead, type ActivitySealer } from './sealer.js';
 import type { EventOrigin } from './log.js';
-import type { ActivityLogTable, ActivityPendingTable } from './tables.js';
+import type { ActivityLogTable } from './tables.js';
 
 const VERIFY_PAGE = 2000;
 
 /** What `GET /activity` returns per record: the event's fields, never a value. */
 export interface ActivityEntry extends EventOrigin {
-  /** Position in the hash chain; absent until the record is sealed (within a second or so). */
+  /**
+   * Position of the record in the hash chain; absent until it is sealed (within a second or
+   * so). The entries of a record that names several points share it.
+   */
   sequence?: number;
+  /** The record's id; for an entry of a record that names several points, `<record id>.<part>`. */
   eventId: string;
+  /** For a read answered with several points, one record: this entry's place in it, from 1. */
+  part?: number;
   eventType: EventType;
   subjectId?: string;
   dataPointId?: string;
@@ -44,6 +52,9 @@ export interface ActivityQuery {
   applicationUser?: string;
   from?: string;
   to?: string;
+  /** Sealed records from this sequence on; unsealed ones have none and are left out. */
+  fromSequence?: number;
+  toSequence?: number;
   page?: number;
   count?: number;
 }
@@ -71,19 +82,22 @@ function present(value: string | null): string | undefined {
 
 type AnyRecordRow = Omit<ActivityLogTable, 'sequence' | 'hash'> & { sequence?: number | null; hash?: string | null };
 
-function toEntry(row: AnyRecordRow): ActivityEntry {
+/** An entry of a record (`entryPage`): the record's fields, and the point its part names. */
+function toEntry(row: AnyRecordRow & { entry_point: string | null; entry_attribute: string | null; entry_part: number | string | null }): ActivityEntry {
   const location: Location = {};
   if (row.country !== null) location.country = row.country;
   if (row.subdivision !== null) location.subdivision = row.subdivision;
   if (row.city !== null) location.city = row.city;
   const sealed = row.hash !== undefined && row.hash !== null;
+  const part = row.entry_part === null ? undefined : Number(row.entry_part);
   return {
     sequence: sealed ? Number(row.sequence) : undefined,
-    eventId: row.event_id,
+    eventId: part === undefined ? row.event_id : `${row.event_id}.${part}`,
+    part,
     eventType: row.event_type as EventType,
     subjectId: present(row.subject_id),
-    dataPointId: present(row.data_point_id),
-    attribute: present(row.attribute),
+    dataPointId: present(row.entry_point),
+    attribute: present(row.entry_attribute),
     applicationId: row.application_id,
     applicationUser: present(row.application_user),
     dataStoreName: present(row.data_store_name),
@@ -182,34 +196,82 @@ async function subjectsOfPoint(db: Kysely<Database>, dataPointId: string): Promi
   return [...subjects];
 }
 
-/** The filters of `GET /activity` on either table, for a query run through `db`. */
-export function filtered<T extends Filterable>(
-  db: Kysely<Database>,
-  query: SelectQueryBuilder<Database, T, ActivityLogTable | ActivityPendingTable>,
-  filter: ActivityQuery & { subjectsOfPoint?: string[] },
-  from: string | undefined,
-  to: string | undefined,
-) {
-  // Both tables share these columns; the builder cannot see that through the union of types.
-  let q = query as unknown as SelectQueryBuilder<Database, 'activity_log', ActivityLogTable>;
+/**
+ * A table's records as entries: a record that names several points (`points`, migration 0008)
+ * gives one entry per point, in the order the read answered them, numbered from 1 by `part`;
+ * any other record gives one entry with a null `part`. `r` is the record, and `point` and
+ * `attribute` are the entry's own.
+ */
+function entriesOf(dialect: DialectName, table: Filterable) {
+  return dialect === 'postgres'
+    ? {
+        from: sql`${sql.table(table)} r left join lateral jsonb_array_elements(r.points::jsonb) with ordinality as e(point, part) on true`,
+        point: sql<string | null>`coalesce(e.point->>0, r.data_point_id)`,
+        attribute: sql<string | null>`coalesce(e.point->>1, r.attribute)`,
+        part: sql<number | string | null>`e.part`,
+      }
+    : {
+        from: sql`${sql.table(table)} r left join json_each(r.points) e`,
+        point: sql<string | null>`coalesce(e.value->>0, r.data_point_id)`,
+        attribute: sql<string | null>`coalesce(e.value->>1, r.attribute)`,
+        part: sql<number | string | null>`e.key + 1`,
+      };
+}
+
+/** Whether a record names the point, by itself or in its list: for a query on `table` with no alias. */
+function namesPoint(dialect: DialectName, dataPointId: string): RawBuilder<boolean> {
+  const listed =
+    dialect === 'postgres'
+      ? sql`exists (select 1 from jsonb_array_elements(points::jsonb) e where e->>0 = ${dataPointId})`
+      : sql`exists (select 1 from json_each(points) e where e.value->>0 = ${dataPointId})`;
+  return sql<boolean>`(data_point_id = ${dataPointId} or (points is not null and ${listed}))`;
+}
+
+export type ActivityFilter = ActivityQuery & { subjectsOfPoint?: string[] };
+
+/** The filters of `GET /activity`, on the entries of either table (`entriesOf`). */
+function entryConditions(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined): RawBuilder<unknown> {
+  const entry = entriesOf(dialect, table);
+  const where: RawBuilder<unknown>[] = [];
   const bySubject = filter.subjectId !== undefined || filter.subjectsOfPoint !== undefined;
-  if (filter.subjectId !== undefined) q = q.where('subject_id', '=', filter.subjectId);
+  if (filter.subjectId !== undefined) where.push(sql`r.subject_id = ${filter.subjectId}`);
   // Every record of a point names the point's subject: the subject index narrows to them.
-  if (filter.subjectsOfPoint !== undefined) q = q.where('subject_id', 'in', filter.subjectsOfPoint);
-  if (filter.dataPointId !== undefined) q = q.where('data_point_id', '=', filter.dataPointId);
-  if (filter.attribute !== undefined) q = q.where('attribute', '=', filter.attribute);
-  if (filter.eventType !== undefined) q = q.where('event_type', '=', filter.eventType);
+  if (filter.subjectsOfPoint !== undefined) where.push(sql`r.subject_id in (${sql.join(filter.subjectsOfPoint)})`);
+  if (filter.dataPointId !== undefined) where.push(sql`${entry.point} = ${filter.dataPointId}`);
+  if (filter.attribute !== undefined) where.push(sql`${entry.attribute} = ${filter.attribute}`);
+  if (filter.eventType !== undefined) where.push(sql`r.event_type = ${filter.eventType}`);
   if (filter.applicationId !== undefined) {
     // SQLite keeps no statistics, so with a subject and an application it took the
     // application's index: every record the application ever made, to find one subject's.
     // A unary + keeps a column's index out of the choice; PostgreSQL's planner has statistics.
-    const column = bySubject && dialectOf(db) === 'sqlite' ? sql<string>`+application_id` : sql.ref<string>('application_id');
-    q = q.where(column, '=', filter.applicationId);
+    where.push(bySubject && dialect === 'sqlite' ? sql`+r.application_id = ${filter.applicationId}` : sql`r.application_id = ${filter.applicationId}`);
   }
-  if (filter.applicationUser !== undefined) q = q.where('application_user', '=', filter.applicationUser);
-  if (from !== undefined) q = q.where('event_time', '>=', from);
-  if (to !== undefined) q = q.where('event_time', '<=', to);
-  return q;
+  if (filter.applicationUser !== undefined) where.push(sql`r.application_user = ${filter.applicationUser}`);
+  if (from !== undefined) where.push(sql`r.event_time >= ${from}`);
+  if (to !== undefined) where.push(sql`r.event_time <= ${to}`);
+  if (filter.fromSequence !== undefined || filter.toSequence !== undefined) {
+    if (table === 'activity_pending') where.push(sql`1 = 0`);
+    else {
+      if (filter.fromSequence !== undefined) where.push(sql`r.sequence >= ${filter.fromSequence}`);
+      if (filter.toSequence !== undefined) where.push(sql`r.sequence <= ${filter.toSequence}`);
+    }
+  }
+  return where.length === 0 ? sql`` : sql`where ${sql.join(where, sql` and `)}`;
+}
+
+/** One page of a table's entries that pass the filters, in the order they were recorded. */
+export function entryPage(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined, limit: number, offset: number) {
+  const entry = entriesOf(dialect, table);
+  const order = table === 'activity_log' ? sql`r.sequence` : sql`r.id`;
+  return sql<EntryRow>`select r.*, ${entry.point} as entry_point, ${entry.attribute} as entry_attribute, ${entry.part} as entry_part
+    from ${entry.from} ${entryConditions(dialect, table, filter, from, to)}
+    order by ${order}, entry_part limit ${limit} offset ${offset}`;
+}
+
+type EntryRow = AnyRecordRow & { entry_point: string | null; entry_attribute: string | null; entry_part: number | string | null };
+
+function countEntries(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined) {
+  return sql<{ n: number | string }>`select count(*) as n from ${entriesOf(dialect, table).from} ${entryConditions(dialect, table, filter, from, to)}`;
 }
 
 export class ActivityService {
@@ -219,7 +281,10 @@ export class ActivityService {
     private readonly sealer?: ActivitySealer,
   ) {}
 
-  /** Sealed records by sequence, then the unsealed ones in the order they were recorded. */
+  /**
+   * Sealed entries by sequence, then the unsealed ones in the order they were recorded; the
+   * entries of a record that names several points follow each other, by `part`.
+   */
   async list(query: ActivityQuery): Promise<ActivityEntry[]> {
     const from = query.from === undefined ? undefined : parseIsoDate(query.from);
     if (query.from !== undefined && from === undefined) throw badRequest('from must be an ISO 8601 date-time');
@@ -227,34 +292,27 @@ export class ActivityService {
     if (query.to !== undefined && to === undefined) throw badRequest('to must be an ISO 8601 date-time');
     const count = query.count ?? 100;
     const offset = (query.page ?? 0) * count;
+    const dialect = dialectOf(this.db);
     // One snapshot for both tables: the sealer moving records between them mid-listing would
     // otherwise drop them from the page (read before they were sealed, looked for after).
-    const snapshot = this.db.getExecutor().adapter instanceof PostgresAdapter ? this.db.transaction().setIsolationLevel('repeatable read') : this.db.transaction();
+    const snapshot = dialect === 'postgres' ? this.db.transaction().setIsolationLevel('repeatable read') : this.db.transaction();
     return snapshot.execute(async (db) => {
-      let filter: ActivityQuery & { subjectsOfPoint?: string[] } = query;
+      let filter: ActivityFilter = query;
       if (query.dataPointId !== undefined && query.subjectId === undefined) {
         const subjects = await subjectsOfPoint(db, query.dataPointId);
         if (subjects.length === 0) return [];
         filter = { ...query, subjectsOfPoint: subjects };
       }
-      const sealed = await filtered(db, db.selectFrom('activity_log').selectAll() as never, filter, from, to)
-        .orderBy('sequence')
-        .limit(count)
-        .offset(offset)
-        .execute();
+      const sealed = (await entryPage(dialect, 'activity_log', filter, from, to, count, offset).execute(db)).rows;
       if (sealed.length === count) return sealed.map(toEntry);
-      // The page reaches past the sealed records: how far past decides where the pending ones start.
+      // The page reaches past the sealed entries: how far past decides where the pending ones start.
       let skip = 0;
       if (sealed.length === 0 && offset > 0) {
-        const total = await filtered(db, db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')) as never, filter, from, to).executeTakeFirstOrThrow();
-        skip = Math.max(0, offset - Number((total as unknown as { n: number | string }).n));
+        const [total] = (await countEntries(dialect, 'activity_log', filter, from, to).execute(db)).rows;
+        skip = Math.max(0, offset - Number(total.n));
       }
-      const pending = await filtered(db, db.selectFrom('activity_pending').selectAll() as never, filter, from, to)
-        .orderBy('id' as never)
-        .limit(count - sealed.length)
-        .offset(skip)
-        .execute();
-      return [...sealed, ...pending].map((row) => toEntry(row as AnyRecordRow));
+      const pending = (await entryPage(dialect, 'activity_pending', filter, from, to, count - sealed.length, skip).execute(db)).rows;
+      return [...sealed, ...pending].map(toEntry);
     });
   }
 
@@ -297,8 +355,8 @@ export class ActivityService {
         .select((eb) => eb.fn.max('event_time').as('last'))
         // Through the subject index: READ records are not in the point index.
         .where('subject_id', '=', subjectId)
-        .where('data_point_id', '=', dataPointId)
         .where('event_type', '=', 'READ')
+        .where(namesPoint(dialectOf(trx), dataPointId))
         .executeTakeFirst();
       const value = typeof row?.last === 'string' ? row.last : undefined;
       if (value !== undefined && (last === undefined || value > last)) last = value;
@@ -306,4 +364,3 @@ export class ActivityService {
     return last;
   }
 }
-

@@ -28,6 +28,11 @@ export interface ActivityLogTable {
   recorded_date: string;
   /** JSON of the answer given to an audit event, for repeated event ids. */
   summary: string | null;
+  /**
+   * A read that answered several points is one record: JSON `[[dataPointId, attribute], …]`
+   * in the order answered, and `data_point_id` and `attribute` are null. Null otherwise.
+   */
+  points: string | null;
   /** SHA-256 (hex) over the previous record's hash and this record's fields. */
   hash: string;
 }

@@ -120,3 +120,82 @@ test.serial('a stored value altered in the database answers 500 and logs the poi
   t.true(v.logs.some((line) => line.includes('a stored ciphertext failed authentication') && line.includes(id)));
   t.false(v.logs.some((line) => line.includes(secret)));
 });
+
+test.serial('a read of several points is one record, listed as one entry per point in the order answered', async (t) => {
+  const [name, email] = [uid('NAME'), uid('EMAIL')];
+  t.is((await v.request('POST', '/attributes', { body: { key: name, schema: 'string' } })).status, 201);
+  t.is((await v.request('POST', '/attributes', { body: { key: email, schema: 'string', repeatable: true } })).status, 201);
+  const subject = uid('subject');
+  const stored = await v.request('POST', `/entities/${subject}/attributes`, {
+    body: { data: [{ attribute: name, value: 'Ada' }, { attribute: email, value: 'ada@example.org' }, { attribute: email, value: 'ada@work.example' }] },
+    headers: { 'x-encryption-key': v.keys.publicKey },
+  });
+  t.is(stored.status, 200);
+  const records = async () => {
+    let n = 0;
+    for (const table of ['activity_log', 'activity_pending'] as const) {
+      const row = await v.vault.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('subject_id', '=', subject).where('event_type', '=', 'READ').executeTakeFirstOrThrow();
+      n += Number(row.n);
+    }
+    return n;
+  };
+
+  const read = await v.request('GET', `/entities/${subject}/attributes`, { headers: { 'x-decryption-key': v.keys.privateKey } });
+  t.is(read.status, 200);
+  const answered = read.body.data.map((p: any) => [p.dataPointId, p.attribute]);
+  t.is(answered.length, 3);
+  t.is(await records(), 1, 'one record for the request');
+
+  await v.vault.sealer.sealAll();
+  const listed = (await v.request('GET', '/activity', { query: { subjectId: subject, eventType: 'READ' } })).body.data;
+  t.deepEqual(listed.map((e: any) => [e.dataPointId, e.attribute]), answered, 'an entry per point, in the order answered');
+  t.deepEqual(listed.map((e: any) => e.part), [1, 2, 3]);
+  const [first] = listed;
+  t.regex(first.eventId, /^[0-9a-f-]{36}\.1$/);
+  t.deepEqual(listed.map((e: any) => e.eventId), [1, 2, 3].map((part) => first.eventId.replace(/\.1$/, `.${part}`)));
+  for (const entry of listed) t.like(entry, { sequence: first.sequence, hash: first.hash, subjectId: subject, eventType: 'READ', sealed: true, reportOnly: false });
+
+  // The filters and paging see entries, not records.
+  const [, second, third] = answered;
+  const byPoint = (await v.request('GET', '/activity', { query: { dataPointId: third[0] } })).body.data;
+  t.deepEqual(
+    byPoint.map((e: any) => [e.eventType, e.dataPointId, e.part]),
+    [
+      ['STORE', third[0], undefined],
+      ['READ', third[0], 3],
+    ],
+  );
+  const byAttribute = (await v.request('GET', '/activity', { query: { subjectId: subject, eventType: 'READ', attribute: email } })).body.data;
+  t.deepEqual(byAttribute.map((e: any) => e.dataPointId), [second[0], third[0]]);
+  const page = (await v.request('GET', '/activity', { query: { subjectId: subject, eventType: 'READ', count: '2', page: '1' } })).body.data;
+  t.deepEqual(page.map((e: any) => e.dataPointId), [third[0]]);
+
+  // A read of one point stays a record of its own, with no part.
+  const one = await v.request('GET', `/entities/${subject}/attributes/${name}`, { headers: { 'x-decryption-key': v.keys.privateKey } });
+  t.is(one.status, 200);
+  t.is(await records(), 2);
+  const last = (await v.request('GET', '/activity', { query: { subjectId: subject, eventType: 'READ' } })).body.data.at(-1);
+  t.like(last, { dataPointId: answered[0][0], attribute: name, part: undefined });
+  t.regex(last.eventId, /^[0-9a-f-]{36}$/);
+  t.like((await v.request('GET', '/activity/verify')).body.data, { valid: true });
+});
+
+test.serial('the retention clock of a point reads its last read also from a record that names several points', async (t) => {
+  const { ActivityService } = await import('../activity/service.js');
+  const attribute = uid('NOTE');
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string', repeatable: true } })).status, 201);
+  const subject = uid('subject');
+  const stored = await v.request('POST', `/entities/${subject}/attributes`, {
+    body: { data: [{ attribute, value: 'one' }, { attribute, value: 'two' }] },
+    headers: { 'x-encryption-key': v.keys.publicKey },
+  });
+  const [a, b] = stored.body.data.map((p: any) => p.dataPointId);
+  t.is(await ActivityService.lastRead(v.vault.db, subject, a), undefined);
+  t.is((await v.request('GET', `/entities/${subject}/attributes/${attribute}`, { headers: { 'x-decryption-key': v.keys.privateKey } })).status, 200);
+  const whenA = await ActivityService.lastRead(v.vault.db, subject, a);
+  t.truthy(whenA);
+  t.is(await ActivityService.lastRead(v.vault.db, subject, b), whenA);
+  t.is(await ActivityService.lastRead(v.vault.db, subject, `${a}x`), undefined, 'only the points it names');
+  await v.vault.sealer.sealAll();
+  t.is(await ActivityService.lastRead(v.vault.db, subject, b), whenA, 'sealed as well as pending');
+});

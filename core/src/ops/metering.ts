@@ -15,7 +15,8 @@ export function meterActivity(log: ActivityLog, metrics: VaultMetrics): Activity
   const count = (records: ActivityRecord[]) => {
     for (const record of records) {
       if (record.reportOnly) metrics.auditEvents.inc();
-      else metrics.dataPoints.inc({ operation: OPERATION[record.eventType] ?? 'other' });
+      // A read of several points is one record; the metric counts points.
+      else metrics.dataPoints.inc({ operation: OPERATION[record.eventType] ?? 'other' }, record.points?.length ?? 1);
     }
   };
   return {

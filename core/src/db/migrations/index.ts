@@ -6,6 +6,7 @@ import * as dataplane from './0004_dataplane.js';
 import * as keyRotation from './0005_key_rotation.js';
 import * as activitySealing from './0006_activity_sealing.js';
 import * as activityLean from './0007_activity_lean.js';
+import * as activityReadSets from './0008_activity_read_sets.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005_key_rotation': keyRotation,
   '0006_activity_sealing': activitySealing,
   '0007_activity_lean': activityLean,
+  '0008_activity_read_sets': activityReadSets,
 };
