@@ -34,7 +34,8 @@ export function toRecordRow(r: ActivityRecord, recordedDate: string): RecordRow 
     event_time: r.timestamp,
     recorded_date: recordedDate,
     summary: r.summary === undefined ? null : JSON.stringify(r.summary),
-    points: r.points === undefined ? null : JSON.stringify(r.points.map((p) => [storable(p.dataPointId), storable(p.attribute)])),
+    // Ids and attributes of points the vault read from its own rows: stored text already.
+    points: r.points === undefined ? null : JSON.stringify(r.points.map((p) => [p.dataPointId, p.attribute])),
   };
 }
 

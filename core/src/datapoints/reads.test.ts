@@ -8,6 +8,7 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { PROHIBITED_MESSAGE } from '../rules/prohibitions.js';
+import type { DataPoint } from './model.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -198,4 +199,19 @@ test.serial('the retention clock of a point reads its last read also from a reco
   t.is(await ActivityService.lastRead(v.vault.db, subject, `${a}x`), undefined, 'only the points it names');
   await v.vault.sealer.sealAll();
   t.is(await ActivityService.lastRead(v.vault.db, subject, b), whenA, 'sealed as well as pending');
+});
+
+test('a read’s points of different subjects, or vaulted and report-only, get a record per kind', async (t) => {
+  const { readRecords } = await import('./reads.js');
+  const point = (dataPointId: string, entityId: string, reportOnly = false) => ({ dataPointId, entityId, attribute: 'A', reportOnly }) as DataPoint;
+  const records = readRecords('app', [point('p1', 's1'), point('p2', 's2'), point('p3', 's1'), point('p4', 's1', true)], 'now');
+  t.deepEqual(
+    records.map((r) => [r.subjectId, r.reportOnly, r.dataPointId ?? r.points?.map((p) => p.dataPointId)]),
+    [
+      ['s1', false, ['p1', 'p3']],
+      ['s2', false, 'p2'],
+      ['s1', true, 'p4'],
+    ],
+  );
+  t.true(records.every((r) => r.eventType === 'READ' && r.applicationId === 'app' && r.timestamp === 'now'));
 });

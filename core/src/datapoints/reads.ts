@@ -70,16 +70,18 @@ const entityById = compiledQuery<[string], { id: string; type: string; prohibite
  * were they ever to differ in either, each kind gets a record of its own.
  */
 export function readRecords(applicationId: string, points: readonly DataPoint[], timestamp: string): ActivityRecord[] {
+  const [first] = points;
   const record = (p: DataPoint): ActivityRecord => ({ eventType: 'READ', subjectId: p.entityId, applicationId, reportOnly: p.reportOnly, timestamp });
-  if (points.length === 1) return [{ ...record(points[0]), dataPointId: points[0].dataPointId, attribute: points[0].attribute }];
-  const records = new Map<string, ActivityRecord & { points: PointRef[] }>();
+  if (points.length === 1) return [{ ...record(first), dataPointId: first.dataPointId, attribute: first.attribute }];
+  if (points.every((p) => p.entityId === first.entityId && p.reportOnly === first.reportOnly)) {
+    return [{ ...record(first), points: points.map((p) => ({ dataPointId: p.dataPointId, attribute: p.attribute })) }];
+  }
+  const kinds = new Map<string, DataPoint[]>();
   for (const p of points) {
     const kind = `${p.reportOnly}\u0000${p.entityId}`;
-    let r = records.get(kind);
-    if (!r) records.set(kind, (r = { ...record(p), points: [] }));
-    r.points.push({ dataPointId: p.dataPointId, attribute: p.attribute });
+    kinds.set(kind, [...(kinds.get(kind) ?? []), p]);
   }
-  return [...records.values()].map(({ points: [first, ...more], ...r }) => (more.length === 0 ? { ...r, ...first } : { ...r, points: [first, ...more] }));
+  return [...kinds.values()].flatMap((same) => readRecords(applicationId, same, timestamp));
 }
 
 export class DataPointReader {
