@@ -111,7 +111,10 @@ export class Vault {
       observeQueueWait: (seconds) => this.metrics.activityLockWait.observe({ stage: 'group_commit' }, seconds),
     });
     this.activity = meterActivity(appender, this.metrics);
-    this.writes = new WriteGroup(this.db, this.dialect);
+    this.writes = new WriteGroup(this.db, this.dialect, {
+      // Half the pool: reads, the sealer and writes of their own keep connections to run on.
+      shared: { concurrency: Math.max(1, Math.floor(this.config.dbPoolSize / 2)), observeGroup: (writes) => this.metrics.sharedTransactionWrites.observe(writes) },
+    });
     this.datapoints = new DataPointService({
       db: this.db,
       writes: this.writes,

@@ -100,8 +100,9 @@ export class DataPointStore {
     const requestedType = input.request.entityType ?? (input.form === 'datasubjects' ? DATASUBJECT : undefined);
     const reusableKey = dataKeys.reusable(input.entityId, wrapping);
 
-    const effects: RuleEffects[] = [];
-    const stored = await this.deps.writes.transaction(async (trx) => {
+    const { answer: stored, effects } = await this.deps.writes.transaction(async (trx) => {
+      // Inside: the work may run twice (a shared transaction that rolled back, then alone).
+      const effects: RuleEffects[] = [];
       const { entity } = await resolveForStore(trx, input.entityId, requestedType, { find: (db, id) => findStoreContext(db, id, reusableKey) });
       for (const definition of definitions.values()) {
         const types = definition.entityTypes.length > 0 ? definition.entityTypes : [DATASUBJECT];
@@ -209,8 +210,8 @@ export class DataPointStore {
       };
       const answer = roots.map((row, i) => toDataPoint(row, labelsById, { value: planned[i].input.value }));
       await inserts.run(trx, { last: true });
-      return answer;
-    });
+      return { answer, effects };
+    }, input.entityId);
     runAfterCommit(effects, (err) => this.deps.logger.error({ err }, 'rule effect failed after a store'));
     return stored;
   }

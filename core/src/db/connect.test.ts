@@ -5,6 +5,7 @@
  */
 import test from 'ava';
 import { CompiledQuery, sql } from 'kysely';
+import { Socket } from 'node:net';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
 
@@ -127,4 +128,45 @@ test.serial('a last statement whose failure was caught still does not pass for c
     { message: /rolled back/ },
   );
   t.is((await sql`select id from swallowed`.execute(handle.db)).rows.length, 1);
+});
+
+test.serial('a COMMIT after a failure that was caught is not taken for a commit', async (t) => {
+  await sql`create table if not exists caught (id int primary key)`.execute(handle.db);
+  await sql`insert into caught values (1)`.execute(handle.db);
+  // PostgreSQL answers this COMMIT with ROLLBACK, not with an error.
+  const err = await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`insert into caught values (2)`.execute(trx);
+      await sql`insert into caught values (1)`.execute(trx).catch(() => undefined);
+    }),
+  );
+  t.like(err, { message: 'the transaction was rolled back', code: '40000' });
+  t.is((await sql`select id from caught`.execute(handle.db)).rows.length, 1);
+});
+
+test.serial('statements sent in one turn leave in one socket write', async (t) => {
+  await handle.db.connection().execute(async (conn) => {
+    const stream = (Socket.prototype as any);
+    const writev = stream._writev;
+    const write = stream._write;
+    let writes = 0;
+    stream._writev = function (...args: unknown[]) {
+      writes++;
+      return writev.apply(this, args);
+    };
+    stream._write = function (...args: unknown[]) {
+      writes++;
+      return write.apply(this, args);
+    };
+    try {
+      // Kysely runs a connection's statements one at a time; its executor hands them over together.
+      const executor = conn.getExecutor();
+      const answers = await executor.provideConnection((c) => Promise.all([1, 2, 3, 4].map((n) => c.executeQuery<{ n: number }>(CompiledQuery.raw(`select ${n} as n`)))));
+      t.deepEqual(answers.map((a) => a.rows[0].n), [1, 2, 3, 4]);
+    } finally {
+      stream._writev = writev;
+      stream._write = write;
+    }
+    t.is(writes, 1);
+  });
 });

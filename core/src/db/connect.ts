@@ -78,10 +78,25 @@ export const THEN_COMMIT = '/* then commit */ ';
 const ROLLED_BACK = { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] };
 
 /**
+ * PostgreSQL answers the COMMIT of a transaction in which a statement failed with ROLLBACK,
+ * not with an error: a caller that swallowed the failure would take it for a commit. The
+ * client reports it as an error of SQLSTATE class 40 (transaction rollback).
+ */
+function rolledBack(): Error {
+  return Object.assign(new Error('the transaction was rolled back'), { code: '40000' });
+}
+
+const committed = (r: { command?: string }) => (r.command === 'COMMIT' ? r : Promise.reject(rolledBack()));
+
+/**
  * A pg client that names short statements so the server parses and plans each once per
  * connection (names are derived from the text, so every process and connection agrees), and
  * that opens a transaction without a round trip of its own. On PostgreSQL each statement is a
  * round trip, and socket writes were the largest part of a store's CPU.
+ *
+ * What is sent in one turn of the event loop goes out in one socket write (pipeline mode
+ * sends without waiting for answers): the statements of the stores that share a transaction
+ * (`SharedTransactions`) leave together.
  *
  * A transaction's BEGIN is sent at once but answered as done; it goes out with the statement
  * after it (pipeline mode), and that statement's answer waits for BEGIN's, so a failed BEGIN
@@ -123,7 +138,7 @@ class PreparingClient extends pg.Client {
       // Its own Sync: after a failed statement the server answers it with ROLLBACK, no error.
       const commit = this.send('commit') as Promise<{ command: string }>;
       stream.uncork();
-      this.committing = commit.then((r) => (r.command === 'COMMIT' ? r : Promise.reject(new Error('the transaction was rolled back'))));
+      this.committing = commit.then(committed);
       this.committing.catch(() => {});
       return result;
     }
@@ -137,7 +152,7 @@ class PreparingClient extends pg.Client {
       return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [] });
     }
     const begun = this.begun;
-    if (begun === undefined) return this.send(config, values, callback);
+    if (begun === undefined) return text !== undefined && COMMIT.test(text) ? this.send(text, values).then(committed) : this.send(config, values, callback);
     this.begun = undefined;
     if (text !== undefined && READ_ONLY.test(text)) {
       const result = this.send(text, values);
@@ -166,6 +181,7 @@ class PreparingClient extends pg.Client {
   }
 
   private send(config: any, values?: any, callback?: any): any {
+    if (this.corked === undefined && (this as { pipeline?: boolean }).pipeline) this.cork();
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && config.length <= PREPARED_TEXT_LIMIT) {
       const name = statementName(config);
       if (this.prepared.has(name) || this.prepared.size < PREPARED_STATEMENTS) {

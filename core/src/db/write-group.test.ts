@@ -23,7 +23,7 @@ async function fixture(t: { teardown: (fn: () => void) => void }, budgetMs = 60_
     rmSync(dir, { recursive: true, force: true });
   });
   const ids = async () => (await sql<{ id: string }>`select id from parent order by id`.execute(db)).rows.map((r) => r.id);
-  return { db, statements, ids, group: new WriteGroup(db, 'sqlite', budgetMs) };
+  return { db, statements, ids, group: new WriteGroup(db, 'sqlite', { budgetMs }) };
 }
 
 test('writes that arrive together share one commit, and each is answered with its own result', async (t) => {

@@ -7,12 +7,14 @@
  * each inside its own savepoint: one that fails rolls back alone, and each is answered only
  * once the shared commit is durable (a failed commit fails them all; none is answered as done).
  *
- * PostgreSQL runs concurrent transactions on its own connections: each write keeps its own.
+ * On PostgreSQL, writes that name the entity they lock share a transaction too, running side
+ * by side on one connection (`SharedTransactions`); other writes keep a transaction of their own.
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { CommitQueue, type Outcome } from './commit-queue.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
+import { SharedTransactions, type SharedTransactionOptions } from './shared-transaction.js';
 
 type Work = (trx: Transaction<Database>) => Promise<unknown>;
 
@@ -25,22 +27,35 @@ type Work = (trx: Transaction<Database>) => Promise<unknown>;
 const GROUP_LIMIT = 64;
 export const GROUP_BUDGET_MS = 20;
 
+export interface WriteGroupOptions {
+  /** SQLite: no new write joins a shared transaction once this much time has gone. */
+  budgetMs?: number;
+  /** PostgreSQL: how writes that name their entity share transactions. */
+  shared?: SharedTransactionOptions;
+}
+
 export class WriteGroup {
-  private readonly queue: CommitQueue<Work, unknown>;
+  private readonly queue?: CommitQueue<Work, unknown>;
+  private readonly shared?: SharedTransactions;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-    /** No new write joins a shared transaction once this much time has gone. */
-    budgetMs = GROUP_BUDGET_MS,
+    { budgetMs = GROUP_BUDGET_MS, shared }: WriteGroupOptions = {},
   ) {
-    this.queue = new CommitQueue(db, (trx, works) => runInSavepoints(trx, works, budgetMs), GROUP_LIMIT);
+    if (dialect === 'postgres') this.shared = new SharedTransactions(db, shared);
+    else this.queue = new CommitQueue(db, (trx, works) => runInSavepoints(trx, works, budgetMs), GROUP_LIMIT);
   }
 
-  /** Runs `work` in a transaction of its own or in a savepoint of a shared one; resolves after the commit. */
-  transaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-    if (this.dialect === 'postgres') return this.db.transaction().execute(work);
-    return this.queue.submit(work) as Promise<T>;
+  /**
+   * Runs `work` in a transaction of its own or shared with others; resolves after the commit.
+   * `entityId`: the one entity whose row the work locks, if so. On PostgreSQL only such works
+   * share transactions (never two of one entity). `work` may run twice: once in a shared
+   * transaction that then rolled back, and again alone.
+   */
+  transaction<T>(work: (trx: Transaction<Database>) => Promise<T>, entityId?: string): Promise<T> {
+    if (this.shared) return entityId === undefined ? this.db.transaction().execute(work) : this.shared.run(entityId, work);
+    return this.queue!.submit(work) as Promise<T>;
   }
 }
 

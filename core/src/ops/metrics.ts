@@ -54,6 +54,13 @@ export class VaultMetrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30],
     registers: [this.registry],
   });
+  /** PostgreSQL: writes per shared transaction that committed (`SharedTransactions`). */
+  readonly sharedTransactionWrites = new Histogram({
+    name: 'vault_shared_transaction_writes',
+    help: 'Writes (stores) per transaction shared on PostgreSQL, for each shared transaction that committed',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [this.registry],
+  });
   readonly activitySealed = new Counter({ name: 'vault_activity_sealed_total', help: 'Activity records chained by this process', registers: [this.registry] });
   readonly dataKeyCacheHitRatio: Gauge;
   /** Set by the vault to the data-key cache's counters. */

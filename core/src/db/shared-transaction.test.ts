@@ -1,0 +1,171 @@
+/**
+ * Writes sharing a PostgreSQL transaction (`SharedTransactions`): each must end exactly as it
+ * would have in a transaction of its own (committed with its result, or failed with its error
+ * and nothing kept), while those that arrive together cost one transaction and few socket writes.
+ */
+import test from 'ava';
+import { sql, type Transaction } from 'kysely';
+import { Socket } from 'node:net';
+import pg from 'pg';
+import { createPostgresDatabase } from '../testing/harness.js';
+import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
+import type { Database } from './schema.js';
+import { SharedTransactions } from './shared-transaction.js';
+
+let handle: DatabaseHandle;
+let drop: () => Promise<void>;
+test.before(async () => {
+  const database = await createPostgresDatabase();
+  drop = database.drop;
+  handle = connect({ url: database.url, poolSize: 6 });
+  await sql`create table things (id text primary key, owner text)`.execute(handle.db);
+  // Checked at COMMIT: an orphan makes the commit itself fail.
+  await sql`create table parts (id text primary key, thing text references things (id) deferrable initially deferred)`.execute(handle.db);
+  // A constraint trigger that runs at COMMIT and waits there when asked to.
+  await sql`create table slow (id text primary key)`.execute(handle.db);
+  await sql`create function slow_commit() returns trigger language plpgsql as $$ begin perform pg_sleep(3); return null; end $$`.execute(handle.db);
+  await sql`create constraint trigger slow_commit after insert on slow deferrable initially deferred for each row execute function slow_commit()`.execute(handle.db);
+});
+test.after.always(async () => {
+  await handle?.db.destroy();
+  await drop?.();
+});
+
+const rows = async (table: 'things' | 'parts', prefix: string) =>
+  (await sql<{ id: string }>`select id from ${sql.table(table)} where id like ${`${prefix}%`} order by id`.execute(handle.db)).rows.map((r) => r.id);
+
+/** A write as a store makes one: a locking read, then its last statement with the COMMIT marker. */
+const insertThing = (id: string, runs?: Map<string, number>) => async (trx: Transaction<Database>) => {
+  runs?.set(id, (runs.get(id) ?? 0) + 1);
+  const { rows: [tx] } = await sql<{ tx: string }>`select txid_current()::text as tx`.execute(trx);
+  await sql.raw(`${THEN_COMMIT}insert into things (id, owner) values ('${id}', 'test')`).execute(trx);
+  return tx.tx;
+};
+
+/** Counts BEGINs and COMMITs sent, and socket writes made, while `during` runs. */
+async function onTheWire<T>(during: () => Promise<T>): Promise<{ result: T; begins: number; commits: number; writes: number }> {
+  const query = pg.Client.prototype.query;
+  const writev = (Socket.prototype as any)._writev;
+  const write = (Socket.prototype as any)._write;
+  let begins = 0;
+  let commits = 0;
+  let writes = 0;
+  pg.Client.prototype.query = function (this: pg.Client, config: any, ...rest: any[]) {
+    if (config === 'begin') begins++;
+    if (config === 'commit') commits++;
+    return (query as any).call(this, config, ...rest);
+  } as typeof query;
+  (Socket.prototype as any)._writev = function (...args: unknown[]) {
+    writes++;
+    return writev.apply(this, args);
+  };
+  (Socket.prototype as any)._write = function (...args: unknown[]) {
+    writes++;
+    return write.apply(this, args);
+  };
+  try {
+    return { result: await during(), begins, commits, writes };
+  } finally {
+    pg.Client.prototype.query = query;
+    (Socket.prototype as any)._writev = writev;
+    (Socket.prototype as any)._write = write;
+  }
+}
+
+test.serial('writes of different entities that arrive together share one transaction, one commit and few socket writes', async (t) => {
+  const shared = new SharedTransactions(handle.db, { groupSize: 32 });
+  const ids = Array.from({ length: 8 }, (_, i) => `together-${i}`);
+  // The pool's connections are open already: only the group's own writes are counted.
+  await Promise.all(Array.from({ length: 6 }, () => sql`select 1`.execute(handle.db)));
+  const { result: txids, begins, commits, writes } = await onTheWire(() => Promise.all(ids.map((id) => shared.run(id, insertThing(id)))));
+  t.is(new Set(txids).size, 1, 'one transaction');
+  t.is(begins, 1);
+  t.is(commits, 1);
+  // 18 statements (BEGIN, 8 reads, 8 inserts, COMMIT) in two writes when every answer comes
+  // back in one read; a little more when the server's answers arrive in pieces.
+  t.true(writes <= 4, `${writes} socket writes`);
+  t.deepEqual(await rows('things', 'together-'), ids);
+});
+
+test.serial('writes of one entity never share a transaction, and run in the order they came', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  const order: string[] = [];
+  const work = (label: string) => async (trx: Transaction<Database>) => {
+    const { rows: [tx] } = await sql<{ tx: string }>`select txid_current()::text as tx`.execute(trx);
+    order.push(label);
+    await sql.raw(`${THEN_COMMIT}insert into things (id, owner) values ('same-${label}', 'same')`).execute(trx);
+    return tx.tx;
+  };
+  const [first, second, other] = await Promise.all([shared.run('entity-a', work('1')), shared.run('entity-a', work('2')), shared.run('entity-b', work('b'))]);
+  t.not(first, second);
+  t.is(first, other, 'another entity shares the first one’s transaction');
+  t.deepEqual(order.filter((l) => l !== 'b'), ['1', '2']);
+});
+
+test.serial('a write that fails keeps nothing, and the others of its transaction commit with their results', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  const runs = new Map<string, number>();
+  const outcomes = await Promise.allSettled([
+    shared.run('f-1', insertThing('fail-kept-1', runs)),
+    shared.run('f-2', async (trx) => {
+      runs.set('fail-undone', (runs.get('fail-undone') ?? 0) + 1);
+      await sql`insert into things (id, owner) values ('fail-undone', 'test')`.execute(trx);
+      throw new Error('refused halfway');
+    }),
+    // A database error too: a duplicate key.
+    shared.run('f-3', async (trx) => {
+      await sql`insert into things (id, owner) values ('fail-undone-too', 'test')`.execute(trx);
+      await sql`insert into things (id, owner) values ('together-0', 'test')`.execute(trx);
+    }),
+    shared.run('f-4', insertThing('fail-kept-2', runs)),
+  ]);
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+  );
+  t.is((outcomes[1] as PromiseRejectedResult).reason.message, 'refused halfway');
+  t.is((outcomes[2] as PromiseRejectedResult).reason.code, '23505');
+  t.deepEqual(await rows('things', 'fail-'), ['fail-kept-1', 'fail-kept-2']);
+  t.is(runs.get('fail-undone'), 2, 'the failing write ran again alone, and failed again');
+});
+
+test.serial('a COMMIT the server refuses runs each write again alone: only the faulty one fails', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  const outcomes = await Promise.allSettled([
+    shared.run('c-1', insertThing('commit-kept-1')),
+    shared.run('c-2', (trx) => sql.raw(`${THEN_COMMIT}insert into parts (id, thing) values ('commit-orphan', 'no such thing')`).execute(trx)),
+    shared.run('c-3', insertThing('commit-kept-2')),
+  ]);
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  t.is((outcomes[1] as PromiseRejectedResult).reason.code, '23503');
+  t.deepEqual(await rows('things', 'commit-'), ['commit-kept-1', 'commit-kept-2']);
+  t.deepEqual(await rows('parts', 'commit-'), []);
+});
+
+test.serial('a COMMIT whose outcome is unknown fails every write of the group and runs none of them again', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  const runs = new Map<string, number>();
+  let pid: number | undefined;
+  const works = [
+    shared.run('u-1', insertThing('unknown-1', runs)),
+    shared.run('u-2', async (trx) => {
+      runs.set('unknown-slow', (runs.get('unknown-slow') ?? 0) + 1);
+      pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0].pid;
+      await sql.raw(`${THEN_COMMIT}insert into slow (id) values ('unknown-slow')`).execute(trx);
+    }),
+  ];
+  // While the COMMIT waits in the trigger, the connection goes.
+  const until = Date.now() + 10_000;
+  while (pid === undefined && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 500));
+  await sql`select pg_terminate_backend(${pid})`.execute(handle.db);
+  const outcomes = await Promise.allSettled(works);
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    ['rejected', 'rejected'],
+  );
+  t.deepEqual([...runs.values()], [1, 1], 'none ran again: the commit may have happened');
+});
