@@ -5,8 +5,8 @@
  */
 import test from 'ava';
 import { CompiledQuery, sql } from 'kysely';
-import { Socket } from 'node:net';
 import { createPostgresDatabase } from '../testing/harness.js';
+import { countSocketWrites } from '../testing/wire.js';
 import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
 
 let handle: DatabaseHandle;
@@ -146,27 +146,14 @@ test.serial('a COMMIT after a failure that was caught is not taken for a commit'
 
 test.serial('statements sent in one turn leave in one socket write', async (t) => {
   await handle.db.connection().execute(async (conn) => {
-    const stream = (Socket.prototype as any);
-    const writev = stream._writev;
-    const write = stream._write;
-    let writes = 0;
-    stream._writev = function (...args: unknown[]) {
-      writes++;
-      return writev.apply(this, args);
-    };
-    stream._write = function (...args: unknown[]) {
-      writes++;
-      return write.apply(this, args);
-    };
-    try {
-      // Kysely runs a connection's statements one at a time; its executor hands them over together.
-      const executor = conn.getExecutor();
-      const answers = await executor.provideConnection((c) => Promise.all([1, 2, 3, 4].map((n) => c.executeQuery<{ n: number }>(CompiledQuery.raw(`select ${n} as n`)))));
-      t.deepEqual(answers.map((a) => a.rows[0].n), [1, 2, 3, 4]);
-    } finally {
-      stream._writev = writev;
-      stream._write = write;
-    }
+    // Kysely runs a connection's statements one at a time; its executor hands them over together.
+    const { result: answers, writes } = await countSocketWrites(() =>
+      conn.getExecutor().provideConnection((c) => Promise.all([1, 2, 3, 4].map((n) => c.executeQuery<{ n: number }>(CompiledQuery.raw(`select ${n} as n`))))),
+    );
+    t.deepEqual(
+      answers.map((a) => a.rows[0].n),
+      [1, 2, 3, 4],
+    );
     t.is(writes, 1);
   });
 });

@@ -5,9 +5,9 @@
  */
 import test from 'ava';
 import { sql, type Transaction } from 'kysely';
-import { Socket } from 'node:net';
 import pg from 'pg';
 import { createPostgresDatabase } from '../testing/harness.js';
+import { countSocketWrites } from '../testing/wire.js';
 import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
 import type { Database } from './schema.js';
 import { SharedTransactions } from './shared-transaction.js';
@@ -45,30 +45,17 @@ const insertThing = (id: string, runs?: Map<string, number>) => async (trx: Tran
 /** Counts BEGINs and COMMITs sent, and socket writes made, while `during` runs. */
 async function onTheWire<T>(during: () => Promise<T>): Promise<{ result: T; begins: number; commits: number; writes: number }> {
   const query = pg.Client.prototype.query;
-  const writev = (Socket.prototype as any)._writev;
-  const write = (Socket.prototype as any)._write;
   let begins = 0;
   let commits = 0;
-  let writes = 0;
   pg.Client.prototype.query = function (this: pg.Client, config: any, ...rest: any[]) {
     if (config === 'begin') begins++;
     if (config === 'commit') commits++;
     return (query as any).call(this, config, ...rest);
   } as typeof query;
-  (Socket.prototype as any)._writev = function (...args: unknown[]) {
-    writes++;
-    return writev.apply(this, args);
-  };
-  (Socket.prototype as any)._write = function (...args: unknown[]) {
-    writes++;
-    return write.apply(this, args);
-  };
   try {
-    return { result: await during(), begins, commits, writes };
+    return { ...(await countSocketWrites(during)), begins, commits };
   } finally {
     pg.Client.prototype.query = query;
-    (Socket.prototype as any)._writev = writev;
-    (Socket.prototype as any)._write = write;
   }
 }
 
