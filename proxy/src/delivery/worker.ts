@@ -37,6 +37,25 @@ end
 return 0`;
 
 /**
+ * Which of the candidate jobs (ids in ARGV[2..]; KEYS[2j] and KEYS[2j+1] are job j's hash and
+ * lock) are still active under a lock the current term did not set (ARGV[1] is the term's token
+ * prefix): nobody is delivering those. One script, so that a job completed in the meantime, its
+ * lock gone with it, is not mistaken for one.
+ */
+const unheldScript = `
+local active = {}
+for _, id in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do active[id] = true end
+local unheld = {}
+for j = 1, #ARGV - 1 do
+  local id = ARGV[j + 1]
+  if active[id] and redis.call('EXISTS', KEYS[2 * j]) == 1 then
+    local lock = redis.call('GET', KEYS[2 * j + 1])
+    if not lock or string.sub(lock, 1, #ARGV[1]) ~= ARGV[1] then unheld[#unheld + 1] = id end
+  end
+end
+return unheld`;
+
+/**
  * Takes events out of the BullMQ queue in batches and hands them to the vault.
  *
  * BullMQ provides the durable queue and moves jobs to "active" under a lock (Worker in manual
@@ -50,7 +69,12 @@ return 0`;
  *   been abandoned by a previous holder that crashed or was stopped mid-batch) and delivers
  *   them, oldest job id first, before fetching anything new; BullMQ's stalled checker is off;
  * - a job is completed (removed) only after the vault recorded, or we dead-lettered, all of its
- *   events, so a crash at any point leaves it active, to be claimed and resent.
+ *   events, so a crash at any point leaves it active, to be claimed and resent;
+ * - a fetch outlives the term it was started in (BullMQ cannot cancel it, and ioredis resends it
+ *   after a reconnect), so a new term claims nothing before the previous term's fetch has
+ *   settled: whatever it moved to active is then in the list the claim reads;
+ * - as a safety net, the holder looks for active jobs whose lock it did not set this term (a late
+ *   fetch of a process that lost the lease) and reclaims them, so no job is left behind.
  *
  * Resending can repeat events the vault already recorded just before the crash; the vault
  * answers those from its eventId index without recording them again. The vault therefore sees
@@ -76,6 +100,9 @@ export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private sending: Promise<void> = Promise.resolve();
   private tokenSeq = 0;
+  private termSeq = 0;
+  /** The fetch last handed to BullMQ, settled or not; it may belong to a term that has ended. */
+  private fetching: Promise<unknown> = Promise.resolve();
   /** Times the worker connection was lost, and its value when the current term began. */
   private workerConnectionEpoch = 0;
   private termEpoch = 0;
@@ -139,8 +166,13 @@ export class DeliveryWorker {
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), Math.max(100, Math.floor(this.options.lockMs / 3)));
   }
 
+  /** Lock tokens name the term, so a lock set by an ended term's late fetch is told apart. */
+  private termTokenPrefix(): string {
+    return `${this.lease.token}:${this.termSeq}:`;
+  }
+
   private nextToken(): string {
-    return `${this.lease.token}:${++this.tokenSeq}`;
+    return `${this.termTokenPrefix()}${++this.tokenSeq}`;
   }
 
   private async run(): Promise<void> {
@@ -155,8 +187,14 @@ export class DeliveryWorker {
       }
       const term = new AbortController();
       this.term = term;
+      this.termSeq++;
       this.termEpoch = this.workerConnectionEpoch;
       this._state = 'recovering';
+      // The previous term's fetch may still move a job to active: its BZPOPMIN, on BullMQ's
+      // own connection, is resent whenever that connection is back, maybe after ours, and the
+      // move follows. Claiming before it settles would leave that job active with nobody
+      // delivering it, while this term fetches and delivers the ones after it.
+      if (!(await this.previousFetchSettled(AbortSignal.any([term.signal, stop])))) continue;
       try {
         await this.recover();
       } catch (err) {
@@ -176,6 +214,19 @@ export class DeliveryWorker {
         this.log.warn('delivery lease lost; handing undelivered jobs back');
         this.batcher.clear();
       }
+    }
+  }
+
+  /** False when the signal fired first. */
+  private async previousFetchSettled(signal: AbortSignal): Promise<boolean> {
+    const slow = setTimeout(() => this.log.info('waiting for the previous fetch from Redis to settle before claiming active jobs'), 5000);
+    try {
+      await abortable(this.fetching, signal);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(slow);
     }
   }
 
@@ -222,8 +273,10 @@ export class DeliveryWorker {
       let job: Job<EventsJobData> | undefined;
       try {
         // Not waited on past a stop: with Redis gone the fetch may never settle. A job it
-        // still fetches afterwards stays active, and the next holder claims it in order.
-        job = await abortable(this.worker.getNextJob(token, { block: true }), stop);
+        // still fetches afterwards stays active; our next term waits for it before claiming.
+        const fetch = this.worker.getNextJob(token, { block: true });
+        this.fetching = fetch.catch(() => {});
+        job = await abortable(fetch, stop);
         failures = 0;
       } catch (err) {
         if (stop.aborted) break;
@@ -342,22 +395,46 @@ export class DeliveryWorker {
       }
       if (state !== 'held') return;
       const jobs = [...this.batcher.held(), ...this.completing.values()];
-      if (jobs.length === 0) return;
-      const failed = await withTimeout(
-        this.worker.extendJobLocks(jobs.map((h) => h.id), jobs.map((h) => h.token), this.options.lockMs),
-        Math.max(100, Math.floor(this.options.lockMs / 3)),
-        'lock extension',
-      );
-      if (failed.length > 0) {
-        const lost = new Set(failed);
-        await this.claim(jobs.filter((h) => lost.has(h.id)));
+      if (jobs.length > 0) {
+        const failed = await withTimeout(
+          this.worker.extendJobLocks(jobs.map((h) => h.id), jobs.map((h) => h.token), this.options.lockMs),
+          Math.max(100, Math.floor(this.options.lockMs / 3)),
+          'lock extension',
+        );
+        if (failed.length > 0) {
+          const lost = new Set(failed);
+          await this.claim(jobs.filter((h) => lost.has(h.id)));
+        }
       }
+      if (this._state === 'delivering' && this.term === term) await this.reclaimUnheld(term);
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'heartbeat failed');
     } finally {
       this.metrics.bufferedEvents.set(this.buffered);
       this.heartbeatBusy = false;
     }
+  }
+
+  /**
+   * Ends the term when some active job is delivered by nobody, so that the next term claims it
+   * with the rest, in order. A process that lost the lease may still move a job to active after
+   * we claimed what was active (its blocking fetch returns late, or ioredis resends it after a
+   * reconnect), and a completion that gave up leaves its job active too. Nothing else looks at
+   * active jobs while the lease stays ours, so such a job would wait forever. Our own fetch in
+   * flight is not one of them: it locks its job with a token of this term.
+   */
+  private async reclaimUnheld(term: AbortController): Promise<void> {
+    const ours = this.termTokenPrefix();
+    const ids = await this.control.lrange(this.worker.keys.active, 0, -1);
+    const candidates = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id));
+    if (candidates.length === 0) return;
+    const keys = [this.worker.keys.active, ...candidates.flatMap((id) => [this.worker.toKey(id), `${this.worker.toKey(id)}:lock`])];
+    const unheld = (await this.control.eval(unheldScript, keys.length, ...keys, ours, ...candidates)) as string[];
+    if (unheld.length === 0 || term.signal.aborted) return;
+    this.log.warn({ jobs: unheld }, 'active jobs nobody is delivering; claiming every active job again');
+    term.abort();
+    this.wake.notify();
+    this.room.notify();
   }
 
   /**
