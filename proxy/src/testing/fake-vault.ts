@@ -18,7 +18,7 @@ export interface Summary {
  * A stand-in for the vault's POST /auditlogs/bulk that keeps its contract: all-or-nothing
  * bulks, 4xx `{statusCode, error, message, index}` naming the first failing event, and
  * eventId deduplication (a known eventId is answered as before and not recorded again).
- * It can be made to fail (503), to go away entirely (connection refused) and to come back on
+ * It can be made to fail (503), to go away entirely (every connection cut) and to come back on
  * the same port, and to record a bulk but answer late, so a sidecar can be killed after the
  * vault recorded a batch and before the sidecar heard about it.
  */
@@ -38,6 +38,8 @@ export class FakeVault {
   readonly bulkSizes: number[] = [];
   inFlight = 0;
   private server: Server | undefined;
+  /** Stopped: connections are cut as they come, on a port kept for the return. */
+  private away = false;
   private readonly sockets = new Set<Socket>();
   port = 0;
 
@@ -61,8 +63,17 @@ export class FakeVault {
   }
 
   async start(port = this.port): Promise<string> {
+    if (this.server) {
+      this.away = false;
+      this.server.ref();
+      return this.url;
+    }
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (socket) => {
+      if (this.away) {
+        socket.destroy();
+        return;
+      }
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
@@ -75,14 +86,16 @@ export class FakeVault {
     return this.url;
   }
 
-  /** Goes away: listening socket closed and open connections cut, so requests are refused. */
+  /**
+   * Goes away: open connections are cut, and new ones as they come. The port stays bound (and
+   * no longer keeps the process alive): closed, it could be taken by another process's
+   * connection meanwhile, and the vault could not come back on it.
+   */
   async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    if (!this.server || this.away) return;
+    this.away = true;
+    this.server.unref();
     for (const socket of this.sockets) socket.destroy();
-    await closed;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
