@@ -132,6 +132,33 @@ test.serial('a COMMIT the server refuses runs each write again alone: only the f
   t.deepEqual(await rows('parts', 'commit-'), []);
 });
 
+test.serial('a write that sends a statement after its last is refused it, and never lets COMMIT out before the others are done', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const outcomes = Promise.allSettled([
+    shared.run('l-1', async (trx) => {
+      await sql.raw(`${THEN_COMMIT}insert into things (id, owner) values ('last-1', 'test')`).execute(trx);
+      await sql.raw(`${THEN_COMMIT}insert into things (id, owner) values ('last-1-again', 'test')`).execute(trx);
+    }),
+    // Still working when the other has (twice) sent its last statement.
+    shared.run('l-2', async (trx) => {
+      await sql`select 1`.execute(trx);
+      await gate;
+      await sql`insert into things (id, owner) values ('last-2-first', 'test')`.execute(trx);
+      await sql.raw(`${THEN_COMMIT}insert into things (id, owner) values ('last-2', 'test')`).execute(trx);
+    }),
+  ]);
+  await new Promise((r) => setTimeout(r, 200));
+  release();
+  const [first, second] = await outcomes;
+  t.is(first.status, 'rejected');
+  t.regex((first as PromiseRejectedResult).reason.message, /after the write’s last/);
+  t.is(second.status, 'fulfilled');
+  t.deepEqual(await rows('things', 'last-2'), ['last-2', 'last-2-first'], 'the other write whole');
+  t.deepEqual(await rows('things', 'last-1'), ['last-1'], 'what came before the refused statement, as alone');
+});
+
 test.serial('a COMMIT whose outcome is unknown fails every write of the group and runs none of them again', async (t) => {
   const shared = new SharedTransactions(handle.db);
   const runs = new Map<string, number>();

@@ -148,36 +148,43 @@ export class SharedTransactions {
    * failed, or COMMIT was refused), and the connection's error when COMMIT's outcome is unknown.
    */
   private async together(connection: DatabaseConnection, group: Queued[]): Promise<PromiseSettledResult<unknown>[]> {
-    let lastSent = 0;
     let commit: Promise<unknown> | undefined;
-    const sendCommit = () => (commit = connection.executeQuery(CompiledQuery.raw('commit')));
-    const shared: DatabaseConnection = {
-      executeQuery: <R>(query: CompiledQuery) => {
-        // A statement after COMMIT went out would run outside the transaction.
-        if (commit !== undefined) return Promise.reject(new Error('a statement after the group’s COMMIT'));
-        if (!query.sql.startsWith(THEN_COMMIT)) return connection.executeQuery<R>(query);
-        const result = connection.executeQuery<R>({ ...query, sql: query.sql.slice(THEN_COMMIT.length) });
-        if (++lastSent === group.length) sendCommit();
-        return result;
-      },
-      streamQuery: () => {
-        throw new Error('a shared transaction does not stream');
-      },
+    let finished = 0;
+    // Each write gets a Transaction of its own over the shared connection, so that what one
+    // write does (its last statement, a statement after it) is told apart from the others'.
+    const transactionOf = () => {
+      let last = false;
+      const own: DatabaseConnection = {
+        executeQuery: <R>(query: CompiledQuery) => {
+          // After its last statement the write has nothing to say, and after COMMIT a
+          // statement would run outside the transaction.
+          if (last || commit !== undefined) return Promise.reject(new Error('a statement after the write’s last one'));
+          if (!query.sql.startsWith(THEN_COMMIT)) return connection.executeQuery<R>(query);
+          last = true;
+          const result = connection.executeQuery<R>({ ...query, sql: query.sql.slice(THEN_COMMIT.length) });
+          // Every write has sent its last statement: COMMIT leaves in the same socket write.
+          if (++finished === group.length) commit = connection.executeQuery(CompiledQuery.raw('commit'));
+          return result;
+        },
+        streamQuery: () => {
+          throw new Error('a shared transaction does not stream');
+        },
+      };
+      const executor = this.db.getExecutor().withConnectionProvider({ provideConnection: (consume) => consume(own) });
+      // Without Kysely's queue of one statement at a time, so that the writes' statements can
+      // go out together. Transactions never reach the driver or the dialect (they cannot
+      // begin, nest or destroy anything).
+      return new Transaction<Database>({ config: {}, driver: {}, dialect: {}, executor } as unknown as KyselyProps);
     };
-    const executor = this.db.getExecutor().withConnectionProvider({ provideConnection: (consume) => consume(shared) });
-    // A Transaction over the shared connection, without Kysely's queue of one statement at a
-    // time: the writes' statements must be able to go out together. Transactions never reach
-    // the driver or the dialect (they cannot begin, nest or destroy anything).
-    const trx = new Transaction<Database>({ config: {}, driver: {}, dialect: {}, executor } as unknown as KyselyProps);
     await connection.executeQuery(CompiledQuery.raw('begin'));
-    const outcomes = await Promise.allSettled(group.map((queued) => queued.work(trx)));
+    const outcomes = await Promise.allSettled(group.map((queued) => queued.work(transactionOf())));
     if (commit === undefined) {
       if (outcomes.some((o) => o.status === 'rejected')) {
         // Should the ROLLBACK not arrive, the server rolls back when the connection goes.
         await connection.executeQuery(CompiledQuery.raw('rollback')).catch(() => {});
         throw new RolledBack('a write of the shared transaction failed');
       }
-      sendCommit();
+      commit = connection.executeQuery(CompiledQuery.raw('commit'));
     }
     try {
       await commit;
