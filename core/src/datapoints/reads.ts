@@ -1,7 +1,7 @@
 /**
  * Reading values back: the caller proves it holds the private key, each data key it needs is
- * unwrapped once (then served from memory), and every point read gets a READ record that is
- * committed before the answer leaves.
+ * unwrapped once (then served from memory), and every read gets a READ record naming the points
+ * it answered, committed before the answer leaves.
  */
 import DataLoader from 'dataloader';
 import { sql, type Kysely } from 'kysely';

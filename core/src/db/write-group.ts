@@ -40,7 +40,7 @@ export class WriteGroup {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: DialectName,
+    dialect: DialectName,
     { budgetMs = GROUP_BUDGET_MS, shared }: WriteGroupOptions = {},
   ) {
     if (dialect === 'postgres') this.shared = new SharedTransactions(db, shared);
