@@ -86,3 +86,27 @@ test.serial('stores of one subject that arrive together all land, in the order t
   const kinds = (await v.request('GET', '/activity', { query: { subjectId: subject } })).body.data.map((e: any) => e.eventType);
   t.deepEqual(kinds.filter((k: string) => k !== 'READ'), ['STORE', 'UPDATE', 'UPDATE', 'UPDATE', 'UPDATE', 'UPDATE']);
 });
+
+test.serial('a store a rule blocks among others raises its alert once', async (t) => {
+  t.is((await v.request('POST', '/attributes', { body: { key: 'CARD', schema: 'string' } })).status, 201);
+  const alertRule = 'card-attempted';
+  for (const body of [
+    { key: alertRule, constraint: { type: 'attribute', operator: 'any', attributes: ['CARD'] }, action: { type: 'alert', alertLevel: 'WARNING', message: 'card number attempted' } },
+    { key: 'card-blocked', constraint: { type: 'attribute', operator: 'any', attributes: ['CARD'] }, action: { type: 'block' } },
+  ]) {
+    t.is((await v.request('POST', '/rules', { body })).status, 201);
+  }
+  const subjects = Array.from({ length: 8 }, (_, i) => `beside-block-${i}`);
+  const [blocked, ...others] = await Promise.all([store('card-holder', [{ attribute: 'CARD', value: '4111111111111111' }]), ...subjects.map((s) => store(s, [{ attribute: 'NOTE', value: s }]))]);
+  t.is(blocked.status, 403);
+  t.deepEqual(
+    others.map((a) => a.status),
+    subjects.map(() => 200),
+  );
+  // Recorded on their own once the refused store's transaction is over.
+  const alerts = async () => (await v.request('GET', '/alerts', { query: { rule: alertRule } })).body.data;
+  const deadline = Date.now() + 10_000;
+  while ((await alerts()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 200));
+  t.is((await alerts()).length, 1);
+});

@@ -6,6 +6,7 @@
 import test from 'ava';
 import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
+import { forbidden } from '../errors.js';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { countSocketWrites } from '../testing/wire.js';
 import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
@@ -114,6 +115,27 @@ test.serial('a write that fails keeps nothing, and the others of its transaction
   t.is((outcomes[2] as PromiseRejectedResult).reason.code, '23505');
   t.deepEqual(await rows('things', 'fail-'), ['fail-kept-1', 'fail-kept-2']);
   t.is(runs.get('fail-undone'), 2, 'the failing write ran again alone, and failed again');
+});
+
+test.serial('a write that refuses itself (a VaultError) is not run again: what it did outside the transaction happens once', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  const runs = new Map<string, number>();
+  const outcomes = await Promise.allSettled([
+    shared.run('r-1', insertThing('refusal-kept-1', runs)),
+    shared.run('r-2', async (trx) => {
+      runs.set('refusal', (runs.get('refusal') ?? 0) + 1);
+      await sql`insert into things (id, owner) values ('refusal-undone', 'test')`.execute(trx);
+      throw forbidden('Blocked by rule');
+    }),
+    shared.run('r-3', insertThing('refusal-kept-2', runs)),
+  ]);
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  t.like((outcomes[1] as PromiseRejectedResult).reason, { status: 403, message: 'Blocked by rule' });
+  t.is(runs.get('refusal'), 1);
+  t.deepEqual(await rows('things', 'refusal-'), ['refusal-kept-1', 'refusal-kept-2']);
 });
 
 test.serial('a COMMIT the server refuses runs each write again alone: only the faulty one fails', async (t) => {

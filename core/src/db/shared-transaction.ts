@@ -14,8 +14,11 @@
  *   to its entity, and writes of one entity run in the order they came.
  * - Writes start in key order, so each group takes its row locks in that order and two groups
  *   (in this process or another) cannot deadlock on them.
- * - A group commits only if every write in it succeeded. Otherwise it rolls back, and each of
- *   its writes runs again alone, in a transaction of its own, and gets its own outcome: one
+ * - A group commits only if every write in it succeeded. Otherwise it rolls back. A write that
+ *   refused itself (a `VaultError`: a rule's block, a legal hold) decided so from its own
+ *   entity's rows, which nobody else in the group touched, so that refusal stands and it does
+ *   not run again (a block records its alerts outside the transaction: once). Every other
+ *   write runs again alone, in a transaction of its own, for an outcome of its own: one
  *   failing write never takes another with it, and none is answered as done before its commit.
  * - A COMMIT whose outcome is unknown (the connection lost while it was under way) fails every
  *   write of the group without running any again: it may have committed.
@@ -24,6 +27,7 @@
  * every write of a group has sent its last, the COMMIT goes out in the same socket write.
  */
 import { CompiledQuery, Transaction, type DatabaseConnection, type Kysely, type KyselyProps } from 'kysely';
+import { isVaultError } from '../errors.js';
 import { THEN_COMMIT } from './connect.js';
 import type { Database } from './schema.js';
 
@@ -45,8 +49,15 @@ interface Queued {
   reject: (err: unknown) => void;
 }
 
-/** The group's COMMIT failed on the server's word (not for a lost connection): nothing of it committed. */
-class RolledBack extends Error {}
+/** Nothing of the group committed: a write failed (`outcomes`), or the server refused COMMIT. */
+class RolledBack extends Error {
+  constructor(
+    message: string,
+    readonly outcomes?: PromiseSettledResult<unknown>[],
+  ) {
+    super(message);
+  }
+}
 
 export class SharedTransactions {
   private queue: Queued[] = [];
@@ -110,7 +121,7 @@ export class SharedTransactions {
       await this.alone(group[0]);
       return;
     }
-    let outcomes: PromiseSettledResult<unknown>[] | undefined;
+    let outcomes: PromiseSettledResult<unknown>[];
     try {
       outcomes = await this.db.getExecutor().provideConnection((connection) => this.together(connection, group));
     } catch (err) {
@@ -120,10 +131,17 @@ export class SharedTransactions {
         for (const queued of group) queued.reject(err);
         return;
       }
-    }
-    if (outcomes === undefined) {
-      // Nothing of the group committed: each write again, alone, for an outcome of its own.
-      await Promise.all(group.map((queued) => this.alone(queued)));
+      // Nothing of the group committed: a refusal stands, every other write runs again alone.
+      await Promise.all(
+        group.map((queued, i) => {
+          const outcome = err.outcomes?.[i];
+          if (outcome?.status === 'rejected' && isVaultError(outcome.reason)) {
+            queued.reject(outcome.reason);
+            return undefined;
+          }
+          return this.alone(queued);
+        }),
+      );
       return;
     }
     this.options.observeGroup?.(group.length);
@@ -182,7 +200,7 @@ export class SharedTransactions {
       if (outcomes.some((o) => o.status === 'rejected')) {
         // Should the ROLLBACK not arrive, the server rolls back when the connection goes.
         await connection.executeQuery(CompiledQuery.raw('rollback')).catch(() => {});
-        throw new RolledBack('a write of the shared transaction failed');
+        throw new RolledBack('a write of the shared transaction failed', outcomes);
       }
       commit = connection.executeQuery(CompiledQuery.raw('commit'));
     }
@@ -192,7 +210,7 @@ export class SharedTransactions {
       // Refused by the server (after a failed statement it answers COMMIT with ROLLBACK, which
       // the client reports as an error of class 40): nothing committed. A lost connection
       // leaves the outcome unknown.
-      if (isServerError(err)) throw new RolledBack('the shared transaction was rolled back');
+      if (isServerError(err)) throw new RolledBack('the shared transaction was rolled back', outcomes);
       throw err;
     }
     // Committed: a write that failed after sending its last statement broke the THEN_COMMIT

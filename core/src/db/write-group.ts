@@ -51,7 +51,8 @@ export class WriteGroup {
    * Runs `work` in a transaction of its own or shared with others; resolves after the commit.
    * `entityId`: the one entity whose row the work locks, if so. On PostgreSQL only such works
    * share transactions (never two of one entity). `work` may run twice: once in a shared
-   * transaction that then rolled back, and again alone.
+   * transaction that then rolled back, and again alone; a `VaultError` it threw stands, and
+   * then it does not run again.
    */
   transaction<T>(work: (trx: Transaction<Database>) => Promise<T>, entityId?: string): Promise<T> {
     if (this.shared) return entityId === undefined ? this.db.transaction().execute(work) : this.shared.run(entityId, work);
