@@ -82,8 +82,11 @@ function present(value: string | null): string | undefined {
 
 type AnyRecordRow = Omit<ActivityLogTable, 'sequence' | 'hash'> & { sequence?: number | null; hash?: string | null };
 
+/** A record's row with the point one of its entries names (`entryPage`). */
+type EntryRow = AnyRecordRow & { entry_point: string | null; entry_attribute: string | null; entry_part: number | string | null };
+
 /** An entry of a record (`entryPage`): the record's fields, and the point its part names. */
-function toEntry(row: AnyRecordRow & { entry_point: string | null; entry_attribute: string | null; entry_part: number | string | null }): ActivityEntry {
+function toEntry(row: EntryRow): ActivityEntry {
   const location: Location = {};
   if (row.country !== null) location.country = row.country;
   if (row.subdivision !== null) location.subdivision = row.subdivision;
@@ -218,7 +221,7 @@ function entriesOf(dialect: DialectName, table: Filterable) {
       };
 }
 
-/** Whether a record names the point, by itself or in its list: for a query on `table` with no alias. */
+/** Whether a record names the point, by itself or in its list: for a query on either table, without an alias. */
 function namesPoint(dialect: DialectName, dataPointId: string): RawBuilder<boolean> {
   const listed =
     dialect === 'postgres'
@@ -267,8 +270,6 @@ export function entryPage(dialect: DialectName, table: Filterable, filter: Activ
     from ${entry.from} ${entryConditions(dialect, table, filter, from, to)}
     order by ${order}, entry_part limit ${limit} offset ${offset}`;
 }
-
-type EntryRow = AnyRecordRow & { entry_point: string | null; entry_attribute: string | null; entry_part: number | string | null };
 
 function countEntries(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined) {
   return sql<{ n: number | string }>`select count(*) as n from ${entriesOf(dialect, table).from} ${entryConditions(dialect, table, filter, from, to)}`;

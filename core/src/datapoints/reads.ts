@@ -6,7 +6,7 @@
 import DataLoader from 'dataloader';
 import { sql, type Kysely } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
-import type { ActivityRecord, PointRef } from '../activity/log.js';
+import type { ActivityRecord } from '../activity/log.js';
 import { EnvelopeError, openValue } from '../crypto/envelope.js';
 import type { DecryptionCredential } from '../crypto/keys.js';
 import { DATASUBJECT } from '../entitytypes/service.js';

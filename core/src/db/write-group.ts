@@ -14,9 +14,9 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { CommitQueue, type Outcome } from './commit-queue.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
-import { SharedTransactions, type SharedTransactionOptions } from './shared-transaction.js';
+import { SharedTransactions, type SharedTransactionOptions, type SharedWork } from './shared-transaction.js';
 
-type Work = (trx: Transaction<Database>) => Promise<unknown>;
+type Work = SharedWork<unknown>;
 
 /**
  * What one shared transaction takes on, so that the first write in it is not kept waiting
