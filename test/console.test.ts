@@ -285,6 +285,25 @@ test.serial('8. the activity and the alerts the rule raised are shown', async (t
   t.true(await page.getByRole('button', { name: 'Save rule' }).isDisabled());
 });
 
+test.serial('the overview lists the newest activity first, reads of several points included', async (t) => {
+  // Reads of a subject's two points: one record each, two entries each, so the log has more
+  // entries than records.
+  for (let i = 0; i < 12; i++) {
+    const read = await callVault(vault, 'GET', `/datasubjects/${OTHER}/attributes`, undefined, { 'x-decryption-key': vault.keys.privateKey });
+    t.is(read.status, 200);
+  }
+  const head = (await callVault(vault, 'GET', '/activity/head')).body.data;
+  const newest = (await callVault(vault, 'GET', `/activity?fromSequence=${head.sequence}`)).body.data.at(-1);
+  t.is(newest.part, 2);
+  await go('overview', 'Overview');
+  const latest = page.getByRole('region', { name: 'Latest activity' });
+  await latest.getByRole('row').nth(1).waitFor();
+  const rows = latest.getByRole('row');
+  t.is(await rows.count(), 11, 'a header and ten entries');
+  t.regex(await rows.nth(1).innerText(), new RegExp(`#${head.sequence}\\.2`));
+  t.regex(await rows.nth(2).innerText(), new RegExp(`#${head.sequence}\\.1`));
+});
+
 test.serial('9. the chain verifies, and after an edit in the database the console points at the record', async (t) => {
   await go('activity', 'Activity log');
   // Sealing runs in the background: wait until every record is chained.

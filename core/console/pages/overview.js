@@ -1,19 +1,20 @@
 import { html } from '../lib.js';
-import { get } from '../api.js';
+import { get, getAll } from '../api.js';
 import { ErrorBox, Level, Loading, PageTitle, Table, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 import { activityColumns, useApplicationNames } from './activity.js';
 
 /**
- * The newest `count` records. The log pages oldest first, so read its last page(s); the
- * head (which seals pending records first) says how long it is.
+ * The newest `count` entries. The log pages oldest first and a record can hold several
+ * entries (a read of many points), so entry pages cannot be found from the head's sequence;
+ * the last `count` records hold at least `count` entries, so ask for them by sequence. The
+ * head seals pending records first.
  */
 async function latestActivity(count = 10) {
   const head = await get('/activity/head');
   const total = head.sequence ?? 0;
-  const last = Math.max(0, Math.floor((total - 1) / count));
-  let rows = await get('/activity', { page: last, count });
-  if (rows.length < count && last > 0) rows = [...(await get('/activity', { page: last - 1, count })), ...rows];
+  if (total === 0) return [];
+  const rows = await getAll('/activity', { fromSequence: Math.max(1, total - count + 1), toSequence: total });
   return rows.slice(-count).reverse();
 }
 
