@@ -21,7 +21,8 @@ import {
   type RuleReferences,
   type RuleType,
 } from './model.js';
-import { compileSafeRegex, RegexSyntaxError } from './regex.js';
+import { compileSafeRegex } from './regex.js';
+import { RegexSyntaxError } from './regex-parser.js';
 import { valueTooDeep } from '../util/json-safety.js';
 
 export const MAX_RULE_JSON = 65_536;
