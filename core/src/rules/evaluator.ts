@@ -13,7 +13,6 @@ import { setEntityTags } from '../entities/repository.js';
 import { forbidden } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
-import { DEFAULT_BLOCK_MESSAGE } from './compile.js';
 import type { ActivityRuleContext, CandidatePoint, DataRuleContext, EventType, RuleEffects, RuleEntity, RulesEngine } from './engine.js';
 import { matches, type Subject } from './match.js';
 import type { StoredRule } from './model.js';
@@ -21,6 +20,8 @@ import { PROHIBITED_MESSAGE } from './prohibitions.js';
 import type { RuleService } from './service.js';
 
 const DAY_MS = 86_400_000;
+/** The interface's text for a refusal: what a block says when it names no message of its own. */
+const DEFAULT_BLOCK_MESSAGE = 'The provided data could not be stored, as a rule disallows it';
 
 /** Entity changes collected during one evaluation and written once at its end. */
 interface EntityChanges {

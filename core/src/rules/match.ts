@@ -6,9 +6,9 @@
  */
 import type { Leaf } from '../definitions/schema.js';
 import { meetsThreshold, sentimentScore } from '../sentiment/score.js';
-import { rootAttribute, toNumber } from './compile.js';
 import type { CandidatePoint, EventType, Location, RuleEntity } from './engine.js';
 import type { Constraint, ListOperator } from './model.js';
+import { rootAttribute, toNumber } from './operands.js';
 
 export interface Subject {
   /** The point being judged (data rules). */

@@ -1,6 +1,6 @@
 /**
  * Rules in their checked, evaluation-ready form. The wire form is kept as sent (rules
- * round-trip exactly); this is what `compileRule` makes of it.
+ * round-trip exactly); this is what `parseRule` (compile.ts) makes of it.
  */
 import type { EventType } from './engine.js';
 import type { SafeRegex } from './regex.js';

@@ -1,6 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { compileSafeRegex, MAX_PATTERN_LENGTH, RegexSyntaxError } from './regex.js';
+import { compileSafeRegex, MAX_PATTERN_LENGTH } from './regex.js';
+import { RegexSyntaxError } from './regex-parser.js';
 
 /**
  * Patterns over a small alphabet, built from the syntax the engine supports. The oracle is
