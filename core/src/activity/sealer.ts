@@ -11,11 +11,18 @@ import type { DialectName } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { CHAINED_COLUMNS, chainRecords, GENESIS_HASH, type ChainHead } from './chain.js';
 import { chunks, insertValues } from '../db/insert-rows.js';
+import { compiledQuery } from '../db/compiled.js';
 import type { RecordRow } from './records.js';
+
+// Both run once per commit of the group that chains reads' records: built once, not per run.
+const lastRecord = compiledQuery<[], { sequence: number | string | bigint; hash: string }>(0, (db) =>
+  db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1),
+);
+const anyPending = compiledQuery<[], { id: unknown }>(0, (db) => db.selectFrom('activity_pending').select('id').limit(1));
 
 /** The last record of the chain, or the genesis head of an empty log. */
 export async function chainHead(db: Kysely<Database>): Promise<ChainHead> {
-  const head = await db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
+  const [head] = await lastRecord(db);
   return head ? { sequence: Number(head.sequence), hash: head.hash } : { sequence: 0, hash: GENESIS_HASH };
 }
 
@@ -137,7 +144,7 @@ export class ActivitySealer {
    */
   async mayChainOnAppend(trx: Kysely<Database>): Promise<boolean> {
     if (this.dialect === 'postgres') return false;
-    return (await trx.selectFrom('activity_pending').select('id').limit(1).executeTakeFirst()) === undefined;
+    return (await anyPending(trx)).length === 0;
   }
 
   /** Chains rows onto the log's head; the caller holds the seal (`trySeal`). */
