@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
+import { committed } from '../db/after-commit.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
@@ -17,7 +18,7 @@ export class DataPointDeleter {
   /** `DELETE .../{entityId}/attributes/{attributeKey}`: every value of the attribute. */
   async deleteAttribute(caller: Caller, input: { entityId: string; attributeKey: string; form: PathForm }): Promise<void> {
     if (!canAccessAttribute(caller, input.attributeKey)) throw forbidden();
-    await this.deps.db.transaction().execute(async (trx) => {
+    await committed(this.deps.db, async (trx) => {
       const entity = await lockEntity(trx, this.deps.dialect, input.entityId);
       if (!entity) throw notFound(MESSAGES.dataNotFound);
       if (input.form === 'datasubjects' && entity.type !== DATASUBJECT) throw badRequest(MESSAGES.notOfTypeDataSubject);
@@ -40,7 +41,7 @@ export class DataPointDeleter {
    * the caller may not access is answered like an unknown id.
    */
   async deletePoint(caller: Caller, dataPointId: string): Promise<void> {
-    await this.deps.db.transaction().execute(async (trx) => {
+    await committed(this.deps.db, async (trx) => {
       const row = await trx.selectFrom('datapoints').select(['id', 'entity_id', 'attribute', 'structure_root_id']).where('id', '=', dataPointId).executeTakeFirst();
       if (!row || !canAccessAttribute(caller, row.attribute)) throw notFound(MESSAGES.dataNotFound);
       const entity = await lockEntity(trx, this.deps.dialect, row.entity_id);
@@ -57,7 +58,7 @@ export class DataPointDeleter {
    */
   async purge(caller: Caller, input: { entityId: string; form: PathForm }): Promise<void> {
     const { dataKeys } = this.deps;
-    await this.deps.db.transaction().execute(async (trx) => {
+    await committed(this.deps.db, async (trx) => {
       const entity = await lockEntity(trx, this.deps.dialect, input.entityId);
       if (!entity) throw notFound(MESSAGES.subjectNotFound);
       if (input.form === 'datasubjects' && entity.type !== DATASUBJECT) throw badRequest(MESSAGES.notOfTypeDataSubject);

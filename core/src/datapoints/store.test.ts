@@ -110,3 +110,31 @@ test.serial('a store a rule blocks among others raises its alert once', async (t
   await new Promise((r) => setTimeout(r, 200));
   t.is((await alerts()).length, 1);
 });
+
+test.serial('a store run again alone after its shared transaction rolled back is counted once; a blocked one is stored nowhere in the counts', async (t) => {
+  // The CARD rules of the test before: a store of CARD is blocked, and rolls its group back.
+  const counter = async (line: string) => {
+    const text = String((await v.request('GET', '/metrics', { apiKey: null })).body);
+    return Number(text.split('\n').find((l) => l.startsWith(`${line} `))?.slice(line.length + 1) ?? 0);
+  };
+  const counters = () => Promise.all(['vault_datapoints_total{operation="store"}', 'vault_rule_evaluations_total{type="data"}'].map(counter));
+  // Runs of the stores' work, reruns included: each appends its records once.
+  const activity = v.vault.activity;
+  let appends = 0;
+  v.vault.activity = { ...activity, append: (...args) => (appends++, activity.append(...args)) };
+  t.teardown(() => (v.vault.activity = activity));
+
+  const [points, evaluations] = await counters();
+  const subjects = Array.from({ length: 8 }, (_, i) => `counted-once-${i}`);
+  const [blocked, ...others] = await Promise.all([store('card-holder', [{ attribute: 'CARD', value: '4111111111111111' }]), ...subjects.map((s) => store(s, [{ attribute: 'NOTE', value: s }]))]);
+  t.is(blocked.status, 403);
+  t.deepEqual(
+    others.map((a) => a.status),
+    subjects.map(() => 200),
+  );
+  t.true(appends > subjects.length, `${appends} runs of ${subjects.length} stores: some ran again alone`);
+  const [pointsAfter, evaluationsAfter] = await counters();
+  t.is(pointsAfter - points, subjects.length, 'each stored point once, the blocked one not at all');
+  // The blocked store's evaluation counts too: its refusal stands, and it did not run again.
+  t.is(evaluationsAfter - evaluations, subjects.length + 1);
+});

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { forbidden } from '../errors.js';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { countSocketWrites } from '../testing/wire.js';
+import { afterCommit } from './after-commit.js';
 import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
 import type { Database } from './schema.js';
 import { SharedTransactions } from './shared-transaction.js';
@@ -152,6 +153,54 @@ test.serial('a COMMIT the server refuses runs each write again alone: only the f
   t.is((outcomes[1] as PromiseRejectedResult).reason.code, '23503');
   t.deepEqual(await rows('things', 'commit-'), ['commit-kept-1', 'commit-kept-2']);
   t.deepEqual(await rows('parts', 'commit-'), []);
+});
+
+test.serial('what a write leaves for after its commit runs once, for the run that committed: never for a group that rolled back', async (t) => {
+  const shared = new SharedTransactions(handle.db);
+  const runs = new Map<string, number>();
+  const done: string[] = [];
+  const note = (label: string) => void done.push(label);
+  const counted = (id: string) => async (trx: Transaction<Database>) => {
+    const tx = await insertThing(id, runs)(trx);
+    afterCommit(trx, note, id);
+    t.false(done.includes(id), 'not before the commit');
+    return tx;
+  };
+  const orphan = async (trx: Transaction<Database>) => {
+    afterCommit(trx, note, 'after-orphan');
+    await sql.raw(`${THEN_COMMIT}insert into parts (id, thing) values ('after-orphan', 'no such thing')`).execute(trx);
+  };
+  const refusal = async (trx: Transaction<Database>) => {
+    afterCommit(trx, note, 'after-refused');
+    throw forbidden('Blocked by rule');
+  };
+
+  // The server refuses the group's COMMIT: every write runs again alone, the orphan fails again.
+  const refusedCommit = await Promise.allSettled([shared.run('a-1', counted('after-commit-1')), shared.run('a-2', orphan), shared.run('a-3', counted('after-commit-2'))]);
+  t.deepEqual(
+    refusedCommit.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  // A write refuses itself: the group rolls back, the refusal stands, the others run again alone.
+  const refusedWrite = await Promise.allSettled([shared.run('b-1', counted('after-refusal-1')), shared.run('b-2', refusal), shared.run('b-3', counted('after-refusal-2'))]);
+  t.deepEqual(
+    refusedWrite.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  const kept = ['after-commit-1', 'after-commit-2', 'after-refusal-1', 'after-refusal-2'];
+  t.deepEqual(
+    kept.map((id) => runs.get(id)),
+    [2, 2, 2, 2],
+    'each ran in its group, then again alone',
+  );
+  t.deepEqual(done.sort(), kept);
+  t.deepEqual(await rows('things', 'after-'), kept);
+
+  // A group that commits does each write's work once.
+  done.length = 0;
+  await Promise.all([shared.run('c-1', counted('after-group-1')), shared.run('c-2', counted('after-group-2'))]);
+  t.deepEqual(done.sort(), ['after-group-1', 'after-group-2']);
+  t.is(runs.get('after-group-1'), 1);
 });
 
 test.serial('a write that sends a statement after its last is refused it, and never lets COMMIT out before the others are done', async (t) => {

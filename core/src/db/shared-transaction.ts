@@ -22,12 +22,15 @@
  *   failing write never takes another with it, and none is answered as done before its commit.
  * - A COMMIT whose outcome is unknown (the connection lost while it was under way) fails every
  *   write of the group without running any again: it may have committed.
+ * - A write's `afterCommit` work (`after-commit.ts`) runs once its transaction committed, from
+ *   the run that did: a group that rolled back drops what its writes left for after it.
  *
  * A write marks its last statement with `THEN_COMMIT` (`InsertBatch.run({ last: true })`); once
  * every write of a group has sent its last, the COMMIT goes out in the same socket write.
  */
 import { CompiledQuery, Transaction, type DatabaseConnection, type Kysely, type KyselyProps } from 'kysely';
 import { isVaultError } from '../errors.js';
+import { committed, runPending, takePending, watch } from './after-commit.js';
 import { THEN_COMMIT } from './connect.js';
 import type { Database } from './schema.js';
 
@@ -154,7 +157,7 @@ export class SharedTransactions {
 
   private async alone(queued: Queued): Promise<void> {
     try {
-      queued.resolve(await this.db.transaction().execute(queued.work));
+      queued.resolve(await committed(this.db, queued.work));
     } catch (err) {
       queued.reject(err);
     }
@@ -192,10 +195,13 @@ export class SharedTransactions {
       // Without Kysely's queue of one statement at a time, so that the writes' statements can
       // go out together. Transactions never reach the driver or the dialect (they cannot
       // begin, nest or destroy anything).
-      return new Transaction<Database>({ config: {}, driver: {}, dialect: {}, executor } as unknown as KyselyProps);
+      const trx = new Transaction<Database>({ config: {}, driver: {}, dialect: {}, executor } as unknown as KyselyProps);
+      watch(trx);
+      return trx;
     };
     await connection.executeQuery(CompiledQuery.raw('begin'));
-    const outcomes = await Promise.allSettled(group.map((queued) => queued.work(transactionOf())));
+    const transactions = group.map(transactionOf);
+    const outcomes = await Promise.allSettled(group.map((queued, i) => queued.work(transactions[i])));
     if (commit === undefined) {
       if (outcomes.some((o) => o.status === 'rejected')) {
         // Should the ROLLBACK not arrive, the server rolls back when the connection goes.
@@ -214,7 +220,9 @@ export class SharedTransactions {
       throw err;
     }
     // Committed: a write that failed after sending its last statement broke the THEN_COMMIT
-    // contract, and its caller is told so, but the statements it sent are durable.
+    // contract, and its caller is told so, but the statements it sent are durable (and so is
+    // what it left for after the commit).
+    for (const trx of transactions) runPending(takePending(trx));
     return outcomes;
   }
 }

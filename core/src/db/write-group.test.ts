@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterCommit } from './after-commit.js';
 import { GROUP_BUDGET_MS, WriteGroup } from './write-group.js';
 import type { Database } from './schema.js';
 
@@ -96,4 +97,46 @@ test('a long write does not hold the writes queued behind it past its own commit
   t.deepEqual(answered, ['a', 'b', 'c']);
   t.deepEqual(await ids(), ['a', 'b', 'c']);
   t.is(statements.filter((s) => s === 'commit').length, 3);
+});
+
+test('what a write leaves for after its commit runs once that commit is durable, before its answer, and never for a write that rolled back', async (t) => {
+  const { group } = await fixture(t);
+  const done: string[] = [];
+  const note = (label: string) => void done.push(label);
+  const answered: string[] = [];
+  const write = (id: string, fail?: 'before' | 'after') =>
+    group
+      .transaction(async (trx) => {
+        if (fail === 'before') throw new Error('refused before it did anything');
+        await sql`insert into parent (id) values (${id})`.execute(trx);
+        afterCommit(trx, note, id);
+        if (fail === 'after') throw new Error('refused after it counted');
+        return id;
+      })
+      .then((v) => {
+        answered.push(v);
+        t.true(done.includes(v), `${v} done before it is answered`);
+      });
+  const outcomes = await Promise.allSettled([write('a'), write('b', 'after'), write('c', 'before'), write('d')]);
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+  );
+  t.deepEqual(done, ['a', 'd'], 'the write rolled back to its savepoint left nothing');
+  t.deepEqual(answered, ['a', 'd']);
+
+  // A shared commit that fails: none of its writes committed, none of their work runs.
+  done.length = 0;
+  const failed = await Promise.allSettled([
+    write('innocent'),
+    group.transaction(async (trx) => {
+      await sql`insert into child (id, parent) values ('orphan', 'nobody')`.execute(trx);
+      afterCommit(trx, note, 'orphan');
+    }),
+  ]);
+  t.deepEqual(
+    failed.map((o) => o.status),
+    ['rejected', 'rejected'],
+  );
+  t.deepEqual(done, []);
 });

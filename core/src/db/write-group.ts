@@ -11,12 +11,18 @@
  * by side on one connection (`SharedTransactions`); other writes keep a transaction of their own.
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { committed, runPending, takePending, watch, type Pending } from './after-commit.js';
 import { CommitQueue, type Outcome } from './commit-queue.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { SharedTransactions, type SharedTransactionOptions, type SharedWork } from './shared-transaction.js';
 
 type Work = SharedWork<unknown>;
+/** A write's result on SQLite, with its `afterCommit` work, for when the shared commit is durable. */
+interface Done {
+  value: unknown;
+  pending: Pending;
+}
 
 /**
  * What one shared transaction takes on, so that the first write in it is not kept waiting
@@ -35,7 +41,7 @@ export interface WriteGroupOptions {
 }
 
 export class WriteGroup {
-  private readonly queue?: CommitQueue<Work, unknown>;
+  private readonly queue?: CommitQueue<Work, Done>;
   private readonly shared?: SharedTransactions;
 
   constructor(
@@ -52,25 +58,36 @@ export class WriteGroup {
    * `entityId`: the one entity whose row the work locks, if so. On PostgreSQL only such works
    * share transactions (never two of one entity). `work` may run twice: once in a shared
    * transaction that then rolled back, and again alone; a `VaultError` it threw stands, and
-   * then it does not run again.
+   * then it does not run again. Its `afterCommit` work runs once, after the commit of the run
+   * that committed, before it is answered.
    */
   transaction<T>(work: (trx: Transaction<Database>) => Promise<T>, entityId?: string): Promise<T> {
-    if (this.shared) return entityId === undefined ? this.db.transaction().execute(work) : this.shared.run(entityId, work);
-    return this.queue!.submit(work) as Promise<T>;
+    if (this.shared) return entityId === undefined ? committed(this.db, work) : this.shared.run(entityId, work);
+    return this.queue!.submit(work).then(answer) as Promise<T>;
   }
 }
 
-async function runInSavepoints(trx: Transaction<Database>, works: Work[], budgetMs: number): Promise<Outcome<unknown>[]> {
-  const outcomes: Outcome<unknown>[] = [];
+/** The shared commit is durable: the write's own `afterCommit` work, then its answer. */
+function answer(done: Done): unknown {
+  runPending(done.pending);
+  return done.value;
+}
+
+async function runInSavepoints(trx: Transaction<Database>, works: Work[], budgetMs: number): Promise<Outcome<Done>[]> {
+  const outcomes: Outcome<Done>[] = [];
   const started = performance.now();
   for (const work of works) {
     if (outcomes.length > 0 && performance.now() - started > budgetMs) break;
     await sql`savepoint write_group`.execute(trx);
+    // The writes share `trx`, one after the other: what each leaves for after the commit is its own.
+    watch(trx);
     try {
       const value = await work(trx);
       await sql`release write_group`.execute(trx);
-      outcomes.push({ ok: true, value });
+      outcomes.push({ ok: true, value: { value, pending: takePending(trx) } });
     } catch (error) {
+      // Rolled back to its savepoint: nothing of it commits, so nothing of it is counted.
+      takePending(trx);
       await sql`rollback to write_group`.execute(trx);
       await sql`release write_group`.execute(trx);
       outcomes.push({ ok: false, error });

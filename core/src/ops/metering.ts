@@ -2,9 +2,16 @@
  * Domain counters, taken where every operation already passes: the activity log (each
  * store, read, delete and audit event appends there), the rules engine, and the alerts.
  * Decorators keep the services themselves free of metrics.
+ *
+ * They count committed work, once: what happens inside a write's transaction is counted when
+ * that transaction has committed (`afterCommit`), so a write that rolled back is not counted,
+ * and one that rolled back and ran again (a shared transaction that failed, then the write
+ * alone) is counted for the run that committed.
  */
 import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import type { AlertService } from '../alerts/service.js';
+import { afterCommit, type CommitJob } from '../db/after-commit.js';
+import { isVaultError } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
 import type { SearchService } from '../search/service.js';
 import type { VaultMetrics } from './metrics.js';
@@ -12,7 +19,7 @@ import type { VaultMetrics } from './metrics.js';
 const OPERATION: Record<string, string> = { STORE: 'store', UPDATE: 'store', READ: 'read', DELETE: 'delete' };
 
 export function meterActivity(log: ActivityLog, metrics: VaultMetrics): ActivityLog {
-  const count = (records: ActivityRecord[]) => {
+  const count: CommitJob<ActivityRecord[]> = (records) => {
     for (const record of records) {
       if (record.reportOnly) metrics.auditEvents.inc();
       // A read of several points is one record; the metric counts points.
@@ -22,24 +29,44 @@ export function meterActivity(log: ActivityLog, metrics: VaultMetrics): Activity
   return {
     async append(trx, records, inserts) {
       await log.append(trx, records, inserts);
-      count(records);
+      afterCommit(trx, count, records);
     },
     async record(records) {
+      // Resolves once the records have committed.
       await log.record(records);
       count(records);
     },
   };
 }
 
+/**
+ * An evaluation counts when its operation commits, or when it refused the operation (a
+ * block): a refusal stands, and the operation does not run again.
+ */
 export function meterRules(engine: RulesEngine, metrics: VaultMetrics): RulesEngine {
+  const data = { type: 'data' } as const;
+  const activity = { type: 'activity' } as const;
+  const count: CommitJob<typeof data | typeof activity> = (labels) => metrics.ruleEvaluations.inc(labels);
   return {
-    evaluateData: (ctx) => {
-      metrics.ruleEvaluations.inc({ type: 'data' });
-      return engine.evaluateData(ctx);
+    evaluateData: async (ctx) => {
+      try {
+        const effects = await engine.evaluateData(ctx);
+        afterCommit(ctx.trx, count, data);
+        return effects;
+      } catch (err) {
+        if (isVaultError(err)) count(data);
+        throw err;
+      }
     },
-    evaluateActivity: (ctx) => {
-      metrics.ruleEvaluations.inc({ type: 'activity' });
-      return engine.evaluateActivity(ctx);
+    evaluateActivity: async (ctx) => {
+      try {
+        const effects = await engine.evaluateActivity(ctx);
+        afterCommit(ctx.trx, count, activity);
+        return effects;
+      } catch (err) {
+        if (isVaultError(err)) count(activity);
+        throw err;
+      }
     },
     checkProhibited: (trx, entityId, operation) => engine.checkProhibited(trx, entityId, operation),
     findReferencingRule: (kind, name) => engine.findReferencingRule(kind, name),

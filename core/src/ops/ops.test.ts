@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { createPostgresDatabase, startTestVault } from '../testing/harness.js';
 
@@ -69,6 +70,32 @@ test('metrics count operations by route template and kind, never by id, key or v
   for (const secret of [secretId, secretValue, pointId, v.adminKey, v.keys.privateKey.slice(0, 40), v.keys.publicKey.slice(0, 40)]) {
     t.false(text.includes(secret), secret);
   }
+});
+
+test('metrics count committed work only: a store that rolled back, or that a rule blocked, stored no point', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  await v.request('POST', '/attributes', { body: { key: 'NOTE', schema: 'string' } });
+  await v.request('POST', '/attributes', { body: { key: 'CARD', schema: 'string' } });
+  t.is((await v.request('POST', '/rules', { body: { key: 'no_cards', type: 'data', constraint: { type: 'attribute', operator: 'any', attributes: ['CARD'] }, action: { type: 'block' } } })).status, 201);
+  // Fails a store's last statement, after its rules ran and its records were appended.
+  if (v.vault.dialect === 'postgres') {
+    await sql`create function refuse_doomed() returns trigger language plpgsql as $$ begin if new.entity_id = 'doomed' then raise exception 'refused by the test'; end if; return new; end $$`.execute(v.vault.db);
+    await sql`create trigger refuse_doomed before insert on datapoints for each row execute function refuse_doomed()`.execute(v.vault.db);
+  } else {
+    await sql`create trigger refuse_doomed before insert on datapoints when new.entity_id = 'doomed' begin select raise(abort, 'refused by the test'); end`.execute(v.vault.db);
+  }
+  const store = (subject: string, attribute: string) =>
+    v.request('POST', `/entities/${subject}/attributes`, { body: { data: [{ attribute, value: 'x' }] }, headers: { 'x-encryption-key': v.keys.publicKey } });
+  t.is((await store('doomed', 'NOTE')).status, 500);
+  t.is((await store('card-holder', 'CARD')).status, 403);
+  t.is((await store('kept', 'NOTE')).status, 200);
+  t.is((await v.request('GET', '/entities/doomed/attributes', { headers: { 'x-decryption-key': v.keys.privateKey } })).status, 404, 'the failed store kept nothing');
+
+  const text = String((await v.request('GET', '/metrics', { apiKey: null })).body);
+  t.regex(text, /^vault_datapoints_total\{operation="store"\} 1$/m);
+  // The kept store's evaluation, and the block's: a refusal stands. Not the rolled-back one's.
+  t.regex(text, /^vault_rule_evaluations_total\{type="data"\} 2$/m);
 });
 
 test('on SQLite, metrics show the checkpoint thread copying the log into the file', async (t) => {

@@ -14,6 +14,7 @@ import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import { ActivityService } from '../activity/service.js';
 import { ConfigError } from '../config.js';
 import { deleteStructures } from '../datapoints/plane.js';
+import { committed } from '../db/after-commit.js';
 import type { Database } from '../db/schema.js';
 
 export const DEFAULT_SWEEP_MS = 60_000;
@@ -129,7 +130,7 @@ export class RetentionSweeper {
         .execute();
       if (batch.length === 0) break;
       after = batch[batch.length - 1].id;
-      const removed = await this.db.transaction().execute(async (trx) => {
+      const removed = await committed(this.db, async (trx) => {
         const kept = await this.protectedEntities(trx, batch.map((p) => p.entity_id));
         const doomed = batch.filter((p) => !kept.has(p.entity_id));
         await this.remove(trx, doomed, nowIso);
@@ -149,7 +150,7 @@ export class RetentionSweeper {
       const due = await this.db.selectFrom('idle_retention').selectAll().where('next_check', '<=', nowIso).orderBy('next_check').limit(BATCH).execute();
       if (due.length === 0) break;
       for (const policy of due) {
-        deleted += await this.db.transaction().execute(async (trx) => {
+        deleted += await committed(this.db, async (trx) => {
           const points = await trx
             .selectFrom('datapoints')
             .select(['id', 'entity_id', 'attribute', 'report_only', 'modified_date'])
