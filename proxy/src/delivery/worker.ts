@@ -438,9 +438,9 @@ export class DeliveryWorker {
   }
 
   /**
-   * Stops fetching, lets the batch in flight finish, completes what was delivered, and releases
-   * the lease so a successor starts at once, all by `deadline` (epoch ms; default shutdownMs
-   * from now), whatever Redis or the vault are doing. Jobs not delivered stay active in Redis
+   * Stops fetching, lets the batch in flight finish, completes what was delivered, closes the
+   * worker, and releases the lease so a successor starts at once, all by `deadline` (epoch ms;
+   * default shutdownMs from now), whatever Redis or the vault are doing. Jobs not delivered stay active in Redis
    * and are claimed by the next holder; a batch the vault recorded but we did not hear about is
    * resent and deduplicated. Resolves to whether the work in hand finished (false: some was
    * left to the next holder).
@@ -463,10 +463,25 @@ export class DeliveryWorker {
     const abandoned = this.hardStop.signal.aborted;
     this.hardStop.abort();
     clearTimeout(graceTimer);
-    await withTimeout(this.lease.release(), Math.min(1000, left()), 'lease release').catch(() => {});
-    // Closing the worker interrupts a fetch blocked on Redis; with Redis gone it may not
-    // return at all, and nothing of ours is left in it by now.
-    await withTimeout(closeWithConnection(this.worker, this.workerRedis, true), left(), 'worker close').catch(() => {});
+    // The worker is closed before the lease is let go: a fetch still open in Redis (blocked,
+    // or resent by ioredis after a reconnect) could otherwise move a job to active once a
+    // successor holds the lease and fetches the jobs behind it, which it would then deliver
+    // first. Closing interrupts the fetch and makes it settle; only a connection with no
+    // socket (Redis away) may leave it pending, and a connection we closed never reconnects,
+    // so what it holds can no longer reach Redis. A last stretch is kept for the release.
+    const socketOpen = ['connecting', 'connect', 'ready'].includes(this.workerRedis.status);
+    const fetchDone = withTimeout(
+      closeWithConnection(this.worker, this.workerRedis, true).then(() => (socketOpen ? this.fetching : undefined)),
+      Math.max(0, left() - Math.min(1000, left() / 4)),
+      'worker close',
+    );
+    if (await fetchDone.then(() => true, () => false)) {
+      await withTimeout(this.lease.release(), Math.min(1000, left()), 'lease release').catch(() => {});
+    } else {
+      // Releasing now could hand the queue over while that fetch may still take a job.
+      this.log.warn('a fetch from Redis did not settle in time; leaving the delivery lease to expire');
+      this.lease.forget();
+    }
     await withTimeout(this.running ?? Promise.resolve(), left(), 'delivery loop').catch(() => {});
     this._state = 'stopped';
     this.finishedCleanly = completed && !abandoned;
