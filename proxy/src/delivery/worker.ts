@@ -7,7 +7,7 @@ import type { EventsJobData } from '../queue/producer.js';
 import { AbortedError, Notifier, abortable, backoffDelay, sleep } from './backoff.js';
 import { Batcher, type Batch, type HeldJob } from './batcher.js';
 import type { Deliverer } from './deliverer.js';
-import { Lease } from './lease.js';
+import { Lease, type LeaseState } from './lease.js';
 
 export interface DeliveryWorkerOptions {
   queue: string;
@@ -23,6 +23,22 @@ export interface DeliveryWorkerOptions {
 export type WorkerState = 'starting' | 'standby' | 'recovering' | 'delivering' | 'stopping' | 'stopped';
 
 type Held = HeldJob<Job<EventsJobData>>;
+
+/** Why a term ended before a stop; each asks for its own log line, at its own level. */
+type TermEnd =
+  | { reason: 'lease-lost'; state: LeaseState }
+  | { reason: 'redis-reconnected' }
+  | { reason: 'unheld-jobs'; jobs: string[] }
+  | { reason: 'delivery-failed'; err: string }
+  | { reason: 'recovery-failed'; err: string };
+
+/** The abort reason of an ended term: an Error, as code handed the term's signal may rethrow it. */
+class TermEnded extends Error {
+  constructor(readonly end: TermEnd) {
+    super(`delivery term ended: ${end.reason}`);
+    this.name = 'TermEnded';
+  }
+}
 
 /**
  * Sets a job's lock to our token, but only while the job exists, so a lock is never left
@@ -138,10 +154,7 @@ export class DeliveryWorker {
     workerRedis.on('ready', () => {
       const term = this.term;
       if (!term || term.signal.aborted || this.termEpoch === this.workerConnectionEpoch) return;
-      this.log.info('Redis connection re-established; claiming active jobs again');
-      term.abort();
-      this.wake.notify();
-      this.room.notify();
+      this.endTerm(term, { reason: 'redis-reconnected' });
     });
     this.lease = new Lease(control, `${options.prefix}:${options.queue}:sidecar-lease`, options.lockMs);
   }
@@ -194,12 +207,15 @@ export class DeliveryWorker {
       // own connection, is resent whenever that connection is back, maybe after ours, and the
       // move follows. Claiming before it settles would leave that job active with nobody
       // delivering it, while this term fetches and delivers the ones after it.
-      if (!(await this.previousFetchSettled(AbortSignal.any([term.signal, stop])))) continue;
+      if (!(await this.previousFetchSettled(AbortSignal.any([term.signal, stop])))) {
+        this.logTermEnd(term);
+        continue;
+      }
       try {
         await this.recover();
       } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'could not recover abandoned jobs; retrying');
-        term.abort();
+        this.endTerm(term, { reason: 'recovery-failed', err: (err as Error).message });
+        this.logTermEnd(term);
         await this.wake.wait(stop, 1000);
         continue;
       }
@@ -208,12 +224,47 @@ export class DeliveryWorker {
       this.log.info('delivering');
       this.sending = this.sendLoop(term.signal);
       await Promise.all([this.fetchLoop(term.signal), this.sending]);
-      if (!stop.aborted) {
-        // Lease lost: jobs not yet delivered are left active for whoever holds the lease now
-        // (possibly us again, once Redis answers), which claims them in order.
-        this.log.warn('delivery lease lost; handing undelivered jobs back');
-        this.batcher.clear();
-      }
+      this.logTermEnd(term);
+      // Jobs not yet delivered are left active for whoever holds the lease now (possibly us
+      // again, once Redis answers), which claims them in order.
+      if (!stop.aborted) this.batcher.clear();
+    }
+  }
+
+  private endTerm(term: AbortController, end: TermEnd): void {
+    if (term.signal.aborted) return;
+    term.abort(new TermEnded(end));
+    this.wake.notify();
+    this.room.notify();
+  }
+
+  /** Says why the term ended, if it did (a stop ends none). */
+  private logTermEnd(term: AbortController): void {
+    const ended = term.signal.reason;
+    if (!(ended instanceof TermEnded)) return;
+    const end = ended.end;
+    switch (end.reason) {
+      case 'lease-lost':
+        this.log.warn(
+          { reason: end.reason, state: end.state },
+          end.state === 'taken'
+            ? 'delivery lease lost to another process; handing undelivered jobs back'
+            : 'delivery lease lost: Redis did not confirm it in time; handing undelivered jobs back',
+        );
+        break;
+      case 'redis-reconnected':
+        // Not a failure: the next term claims the active jobs in order, ours among them.
+        this.log.info({ reason: end.reason }, 'Redis connection re-established; claiming active jobs again');
+        break;
+      case 'unheld-jobs':
+        this.log.warn({ reason: end.reason, jobs: end.jobs }, 'active jobs nobody is delivering; claiming every active job again');
+        break;
+      case 'delivery-failed':
+        this.log.error({ reason: end.reason, err: end.err }, 'unexpected delivery failure; restarting delivery from Redis');
+        break;
+      case 'recovery-failed':
+        this.log.warn({ reason: end.reason, err: end.err }, 'could not recover abandoned jobs; retrying');
+        break;
     }
   }
 
@@ -313,9 +364,8 @@ export class DeliveryWorker {
       try {
         await this.deliverer.deliver(batch.events, abandon);
       } catch (err) {
-        if (!(err instanceof AbortedError) && !abandon.aborted) {
-          this.log.error({ err: (err as Error).message }, 'unexpected delivery failure; restarting delivery from Redis');
-          this.term?.abort();
+        if (!(err instanceof AbortedError) && !abandon.aborted && this.term) {
+          this.endTerm(this.term, { reason: 'delivery-failed', err: (err as Error).message });
         }
         break;
       }
@@ -386,11 +436,7 @@ export class DeliveryWorker {
     try {
       const state = await this.lease.refresh();
       if (state === 'taken' || (state === 'unknown' && !this.lease.held)) {
-        if (!term.signal.aborted) {
-          this.log.warn({ state }, 'delivery lease no longer confirmed');
-          term.abort();
-          this.wake.notify();
-        }
+        this.endTerm(term, { reason: 'lease-lost', state });
         return;
       }
       if (state !== 'held') return;
@@ -430,11 +476,7 @@ export class DeliveryWorker {
     if (candidates.length === 0) return;
     const keys = [this.worker.keys.active, ...candidates.flatMap((id) => [this.worker.toKey(id), `${this.worker.toKey(id)}:lock`])];
     const unheld = (await this.control.eval(unheldScript, keys.length, ...keys, ours, ...candidates)) as string[];
-    if (unheld.length === 0 || term.signal.aborted) return;
-    this.log.warn({ jobs: unheld }, 'active jobs nobody is delivering; claiming every active job again');
-    term.abort();
-    this.wake.notify();
-    this.room.notify();
+    if (unheld.length > 0) this.endTerm(term, { reason: 'unheld-jobs', jobs: unheld });
   }
 
   /**
