@@ -287,9 +287,7 @@ export class DeliveryWorker {
     const orphans = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id)).sort(byJobId);
     if (orphans.length === 0) return;
     const tokens = orphans.map(() => this.nextToken());
-    const claims = this.control.pipeline();
-    orphans.forEach((id, i) => claims.eval(claimScript, 2, this.worker.toKey(id), `${this.worker.toKey(id)}:lock`, tokens[i], this.options.lockMs));
-    await claims.exec();
+    await this.claim(orphans.map((id, i) => ({ id, token: tokens[i] })));
     const jobs = await Promise.all(orphans.map((id) => Job.fromId<EventsJobData>(this.worker, id)));
     let events = 0;
     jobs.forEach((job, i) => {
@@ -422,10 +420,18 @@ export class DeliveryWorker {
     }
   }
 
-  private async claim(jobs: Held[]): Promise<void> {
+  /**
+   * Sets our locks on the jobs. A pipeline resolves even when some of its commands failed; a
+   * job whose claim failed is not ours (its old lock stands, and our completion would be
+   * refused), so any failure throws.
+   */
+  private async claim(jobs: { id: string; token: string }[]): Promise<void> {
     const pipeline = this.control.pipeline();
     for (const h of jobs) pipeline.eval(claimScript, 2, this.worker.toKey(h.id), `${this.worker.toKey(h.id)}:lock`, h.token, this.options.lockMs);
-    await pipeline.exec();
+    const results = await pipeline.exec();
+    if (!results) throw new Error('job claims were discarded');
+    const failed = results.findIndex(([err]) => err);
+    if (failed >= 0) throw new Error(`cannot claim job ${jobs[failed].id}: ${results[failed][0]!.message}`);
   }
 
   /** Keeps the lease and the locks of held jobs alive; drops delivery if the lease is gone. */
