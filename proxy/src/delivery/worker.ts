@@ -2,12 +2,15 @@ import { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { SidecarMetrics } from '../metrics.js';
-import { closeWithConnection, withTimeout } from '../queue/connection.js';
+import { withTimeout } from '../queue/connection.js';
 import type { EventsJobData } from '../queue/producer.js';
-import { AbortedError, Notifier, abortable, backoffDelay, sleep } from './backoff.js';
+import { ActiveJobs, byJobId } from './active-jobs.js';
+import { AbortedError, Notifier, abortable, backoffDelay, sleep, sleepUntilAborted } from './backoff.js';
 import { Batcher, type Batch, type HeldJob } from './batcher.js';
 import type { Deliverer } from './deliverer.js';
-import { Lease, type LeaseState } from './lease.js';
+import { closeAndHandOver } from './handover.js';
+import { Lease } from './lease.js';
+import { TermEnded, logTermEnd, type TermEnd } from './term.js';
 
 export interface DeliveryWorkerOptions {
   queue: string;
@@ -23,53 +26,6 @@ export interface DeliveryWorkerOptions {
 export type WorkerState = 'starting' | 'standby' | 'recovering' | 'delivering' | 'stopping' | 'stopped';
 
 type Held = HeldJob<Job<EventsJobData>>;
-
-/** Why a term ended before a stop; each asks for its own log line, at its own level. */
-type TermEnd =
-  | { reason: 'lease-lost'; state: LeaseState }
-  | { reason: 'redis-reconnected' }
-  | { reason: 'unheld-jobs'; jobs: string[] }
-  | { reason: 'delivery-failed'; err: string }
-  | { reason: 'recovery-failed'; err: string };
-
-/** The abort reason of an ended term: an Error, as code handed the term's signal may rethrow it. */
-class TermEnded extends Error {
-  constructor(readonly end: TermEnd) {
-    super(`delivery term ended: ${end.reason}`);
-    this.name = 'TermEnded';
-  }
-}
-
-/**
- * Sets a job's lock to our token, but only while the job exists, so a lock is never left
- * behind for a job that was completed in the meantime. BullMQ keeps the lock of job <id> at
- * <prefix>:<queue>:<id>:lock and checks it on completion; owning that key is owning the job.
- */
-const claimScript = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0`;
-
-/**
- * Which of the candidate jobs (ids in ARGV[2..]; KEYS[2j] and KEYS[2j+1] are job j's hash and
- * lock) are still active under a lock the current term did not set (ARGV[1] is the term's token
- * prefix): nobody is delivering those. One script, so that a job completed in the meantime, its
- * lock gone with it, is not mistaken for one.
- */
-const unheldScript = `
-local active = {}
-for _, id in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do active[id] = true end
-local unheld = {}
-for j = 1, #ARGV - 1 do
-  local id = ARGV[j + 1]
-  if active[id] and redis.call('EXISTS', KEYS[2 * j]) == 1 then
-    local lock = redis.call('GET', KEYS[2 * j + 1])
-    if not lock or string.sub(lock, 1, #ARGV[1]) ~= ARGV[1] then unheld[#unheld + 1] = id end
-  end
-end
-return unheld`;
 
 /**
  * Takes events out of the BullMQ queue in batches and hands them to the vault.
@@ -103,6 +59,7 @@ export class DeliveryWorker {
   /** Delivered jobs whose completion in Redis is still pending. */
   private readonly completing = new Map<string, Held>();
   private readonly lease: Lease;
+  private readonly activeJobs: ActiveJobs;
   private readonly stopRequested = new AbortController();
   /** Fires when the shutdown grace period is over and in-flight work must be abandoned. */
   private readonly hardStop = new AbortController();
@@ -127,7 +84,7 @@ export class DeliveryWorker {
   /** `workerRedis` belongs to this worker from now on: stop() ends it. */
   constructor(
     private readonly workerRedis: Redis,
-    private readonly control: Redis,
+    control: Redis,
     private readonly deliverer: Deliverer,
     private readonly options: DeliveryWorkerOptions,
     private readonly metrics: SidecarMetrics,
@@ -157,6 +114,7 @@ export class DeliveryWorker {
       this.endTerm(term, { reason: 'redis-reconnected' });
     });
     this.lease = new Lease(control, `${options.prefix}:${options.queue}:sidecar-lease`, options.lockMs);
+    this.activeJobs = new ActiveJobs(control, this.worker, options.lockMs);
   }
 
   get state(): WorkerState {
@@ -208,14 +166,14 @@ export class DeliveryWorker {
       // move follows. Claiming before it settles would leave that job active with nobody
       // delivering it, while this term fetches and delivers the ones after it.
       if (!(await this.previousFetchSettled(AbortSignal.any([term.signal, stop])))) {
-        this.logTermEnd(term);
+        logTermEnd(this.log, term);
         continue;
       }
       try {
         await this.recover();
       } catch (err) {
         this.endTerm(term, { reason: 'recovery-failed', err: (err as Error).message });
-        this.logTermEnd(term);
+        logTermEnd(this.log, term);
         await this.wake.wait(stop, 1000);
         continue;
       }
@@ -224,7 +182,7 @@ export class DeliveryWorker {
       this.log.info('delivering');
       this.sending = this.sendLoop(term.signal);
       await Promise.all([this.fetchLoop(term.signal), this.sending]);
-      this.logTermEnd(term);
+      logTermEnd(this.log, term);
       // Jobs not yet delivered are left active for whoever holds the lease now (possibly us
       // again, once Redis answers), which claims them in order.
       if (!stop.aborted) this.batcher.clear();
@@ -236,36 +194,6 @@ export class DeliveryWorker {
     term.abort(new TermEnded(end));
     this.wake.notify();
     this.room.notify();
-  }
-
-  /** Says why the term ended, if it did (a stop ends none). */
-  private logTermEnd(term: AbortController): void {
-    const ended = term.signal.reason;
-    if (!(ended instanceof TermEnded)) return;
-    const end = ended.end;
-    switch (end.reason) {
-      case 'lease-lost':
-        this.log.warn(
-          { reason: end.reason, state: end.state },
-          end.state === 'taken'
-            ? 'delivery lease lost to another process; handing undelivered jobs back'
-            : 'delivery lease lost: Redis did not confirm it in time; handing undelivered jobs back',
-        );
-        break;
-      case 'redis-reconnected':
-        // Not a failure: the next term claims the active jobs in order, ours among them.
-        this.log.info({ reason: end.reason }, 'Redis connection re-established; claiming active jobs again');
-        break;
-      case 'unheld-jobs':
-        this.log.warn({ reason: end.reason, jobs: end.jobs }, 'active jobs nobody is delivering; claiming every active job again');
-        break;
-      case 'delivery-failed':
-        this.log.error({ reason: end.reason, err: end.err }, 'unexpected delivery failure; restarting delivery from Redis');
-        break;
-      case 'recovery-failed':
-        this.log.warn({ reason: end.reason, err: end.err }, 'could not recover abandoned jobs; retrying');
-        break;
-    }
   }
 
   /** False when the signal fired first. */
@@ -283,11 +211,11 @@ export class DeliveryWorker {
 
   /** Claims every active job this process does not already hold and queues them, oldest first. */
   private async recover(): Promise<void> {
-    const ids = await this.control.lrange(this.worker.keys.active, 0, -1);
+    const ids = await this.activeJobs.ids();
     const orphans = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id)).sort(byJobId);
     if (orphans.length === 0) return;
     const tokens = orphans.map(() => this.nextToken());
-    await this.claim(orphans.map((id, i) => ({ id, token: tokens[i] })));
+    await this.activeJobs.claim(orphans.map((id, i) => ({ id, token: tokens[i] })));
     const jobs = await Promise.all(orphans.map((id) => Job.fromId<EventsJobData>(this.worker, id)));
     let events = 0;
     jobs.forEach((job, i) => {
@@ -404,7 +332,7 @@ export class DeliveryWorker {
             // Our lock ran out (Redis was away); as lease holder the job is still ours to finish.
             if (!this.lease.held || attempt > 3) return;
             try {
-              await this.claim([h]);
+              await this.activeJobs.claim([h]);
             } catch {
               // Redis away again: the next attempt will tell.
             }
@@ -418,20 +346,6 @@ export class DeliveryWorker {
     } finally {
       this.completing.delete(h.id);
     }
-  }
-
-  /**
-   * Sets our locks on the jobs. A pipeline resolves even when some of its commands failed; a
-   * job whose claim failed is not ours (its old lock stands, and our completion would be
-   * refused), so any failure throws.
-   */
-  private async claim(jobs: { id: string; token: string }[]): Promise<void> {
-    const pipeline = this.control.pipeline();
-    for (const h of jobs) pipeline.eval(claimScript, 2, this.worker.toKey(h.id), `${this.worker.toKey(h.id)}:lock`, h.token, this.options.lockMs);
-    const results = await pipeline.exec();
-    if (!results) throw new Error('job claims were discarded');
-    const failed = results.findIndex(([err]) => err);
-    if (failed >= 0) throw new Error(`cannot claim job ${jobs[failed].id}: ${results[failed][0]!.message}`);
   }
 
   /** Keeps the lease and the locks of held jobs alive; drops delivery if the lease is gone. */
@@ -455,7 +369,7 @@ export class DeliveryWorker {
         );
         if (failed.length > 0) {
           const lost = new Set(failed);
-          await this.claim(jobs.filter((h) => lost.has(h.id)));
+          await this.activeJobs.claim(jobs.filter((h) => lost.has(h.id)));
         }
       }
       if (this._state === 'delivering' && this.term === term) await this.reclaimUnheld(term);
@@ -477,21 +391,20 @@ export class DeliveryWorker {
    */
   private async reclaimUnheld(term: AbortController): Promise<void> {
     const ours = this.termTokenPrefix();
-    const ids = await this.control.lrange(this.worker.keys.active, 0, -1);
+    const ids = await this.activeJobs.ids();
     const candidates = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id));
     if (candidates.length === 0) return;
-    const keys = [this.worker.keys.active, ...candidates.flatMap((id) => [this.worker.toKey(id), `${this.worker.toKey(id)}:lock`])];
-    const unheld = (await this.control.eval(unheldScript, keys.length, ...keys, ours, ...candidates)) as string[];
+    const unheld = await this.activeJobs.unheld(candidates, ours);
     if (unheld.length > 0) this.endTerm(term, { reason: 'unheld-jobs', jobs: unheld });
   }
 
   /**
    * Stops fetching, lets the batch in flight finish, completes what was delivered, closes the
    * worker, and releases the lease so a successor starts at once, all by `deadline` (epoch ms;
-   * default shutdownMs from now), whatever Redis or the vault are doing. Jobs not delivered stay active in Redis
-   * and are claimed by the next holder; a batch the vault recorded but we did not hear about is
-   * resent and deduplicated. Resolves to whether the work in hand finished (false: some was
-   * left to the next holder).
+   * default shutdownMs from now), whatever Redis or the vault are doing. Jobs not delivered
+   * stay active in Redis and are claimed by the next holder; a batch the vault recorded but we
+   * did not hear about is resent and deduplicated. Resolves to whether the work in hand
+   * finished (false: some was left to the next holder).
    */
   async stop(deadline = Date.now() + this.options.shutdownMs): Promise<boolean> {
     if (this._state === 'stopped' || this.stopRequested.signal.aborted) {
@@ -511,25 +424,7 @@ export class DeliveryWorker {
     const abandoned = this.hardStop.signal.aborted;
     this.hardStop.abort();
     clearTimeout(graceTimer);
-    // The worker is closed before the lease is let go: a fetch still open in Redis (blocked,
-    // or resent by ioredis after a reconnect) could otherwise move a job to active once a
-    // successor holds the lease and fetches the jobs behind it, which it would then deliver
-    // first. Closing interrupts the fetch and makes it settle; only a connection with no
-    // socket (Redis away) may leave it pending, and a connection we closed never reconnects,
-    // so what it holds can no longer reach Redis. A last stretch is kept for the release.
-    const socketOpen = ['connecting', 'connect', 'ready'].includes(this.workerRedis.status);
-    const fetchDone = withTimeout(
-      closeWithConnection(this.worker, this.workerRedis, true).then(() => (socketOpen ? this.fetching : undefined)),
-      Math.max(0, left() - Math.min(1000, left() / 4)),
-      'worker close',
-    );
-    if (await fetchDone.then(() => true, () => false)) {
-      await withTimeout(this.lease.release(), Math.min(1000, left()), 'lease release').catch(() => {});
-    } else {
-      // Releasing now could hand the queue over while that fetch may still take a job.
-      this.log.warn('a fetch from Redis did not settle in time; leaving the delivery lease to expire');
-      this.lease.forget();
-    }
+    await closeAndHandOver(this.worker, this.workerRedis, () => this.fetching, this.lease, this.log, left);
     await withTimeout(this.running ?? Promise.resolve(), left(), 'delivery loop').catch(() => {});
     this._state = 'stopped';
     this.finishedCleanly = completed && !abandoned;
@@ -537,16 +432,3 @@ export class DeliveryWorker {
   }
 }
 
-function byJobId(a: string, b: string): number {
-  const na = Number(a);
-  const nb = Number(b);
-  if (Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na - nb;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function sleepUntilAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
