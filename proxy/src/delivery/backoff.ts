@@ -49,6 +49,14 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<
   });
 }
 
+/** Resolves when the signal fires; never rejects. */
+export function sleepUntilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
 /** A wake-up call between loops: `wait` resolves on the next notify, the timeout, or the abort. */
 export class Notifier {
   private waiters: (() => void)[] = [];

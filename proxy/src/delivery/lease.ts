@@ -63,6 +63,11 @@ export class Lease {
     return 'taken';
   }
 
+  /** Stops acting as holder without telling Redis: the lease runs out there after ttlMs. */
+  forget(): void {
+    this.validUntil = 0;
+  }
+
   async release(): Promise<void> {
     this.validUntil = 0;
     await this.redis.eval(releaseScript, 1, this.key, this.token).catch(() => {});

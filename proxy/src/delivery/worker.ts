@@ -2,12 +2,15 @@ import { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { SidecarMetrics } from '../metrics.js';
-import { closeWithConnection, withTimeout } from '../queue/connection.js';
+import { withTimeout } from '../queue/connection.js';
 import type { EventsJobData } from '../queue/producer.js';
-import { AbortedError, Notifier, abortable, backoffDelay, sleep } from './backoff.js';
+import { ActiveJobs, byJobId } from './active-jobs.js';
+import { AbortedError, Notifier, abortable, backoffDelay, sleep, sleepUntilAborted } from './backoff.js';
 import { Batcher, type Batch, type HeldJob } from './batcher.js';
 import type { Deliverer } from './deliverer.js';
+import { closeAndHandOver } from './handover.js';
 import { Lease } from './lease.js';
+import { TermEnded, logTermEnd, type TermEnd } from './term.js';
 
 export interface DeliveryWorkerOptions {
   queue: string;
@@ -23,37 +26,6 @@ export interface DeliveryWorkerOptions {
 export type WorkerState = 'starting' | 'standby' | 'recovering' | 'delivering' | 'stopping' | 'stopped';
 
 type Held = HeldJob<Job<EventsJobData>>;
-
-/**
- * Sets a job's lock to our token, but only while the job exists, so a lock is never left
- * behind for a job that was completed in the meantime. BullMQ keeps the lock of job <id> at
- * <prefix>:<queue>:<id>:lock and checks it on completion; owning that key is owning the job.
- */
-const claimScript = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0`;
-
-/**
- * Which of the candidate jobs (ids in ARGV[2..]; KEYS[2j] and KEYS[2j+1] are job j's hash and
- * lock) are still active under a lock the current term did not set (ARGV[1] is the term's token
- * prefix): nobody is delivering those. One script, so that a job completed in the meantime, its
- * lock gone with it, is not mistaken for one.
- */
-const unheldScript = `
-local active = {}
-for _, id in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do active[id] = true end
-local unheld = {}
-for j = 1, #ARGV - 1 do
-  local id = ARGV[j + 1]
-  if active[id] and redis.call('EXISTS', KEYS[2 * j]) == 1 then
-    local lock = redis.call('GET', KEYS[2 * j + 1])
-    if not lock or string.sub(lock, 1, #ARGV[1]) ~= ARGV[1] then unheld[#unheld + 1] = id end
-  end
-end
-return unheld`;
 
 /**
  * Takes events out of the BullMQ queue in batches and hands them to the vault.
@@ -87,6 +59,7 @@ export class DeliveryWorker {
   /** Delivered jobs whose completion in Redis is still pending. */
   private readonly completing = new Map<string, Held>();
   private readonly lease: Lease;
+  private readonly activeJobs: ActiveJobs;
   private readonly stopRequested = new AbortController();
   /** Fires when the shutdown grace period is over and in-flight work must be abandoned. */
   private readonly hardStop = new AbortController();
@@ -111,7 +84,7 @@ export class DeliveryWorker {
   /** `workerRedis` belongs to this worker from now on: stop() ends it. */
   constructor(
     private readonly workerRedis: Redis,
-    private readonly control: Redis,
+    control: Redis,
     private readonly deliverer: Deliverer,
     private readonly options: DeliveryWorkerOptions,
     private readonly metrics: SidecarMetrics,
@@ -138,12 +111,10 @@ export class DeliveryWorker {
     workerRedis.on('ready', () => {
       const term = this.term;
       if (!term || term.signal.aborted || this.termEpoch === this.workerConnectionEpoch) return;
-      this.log.info('Redis connection re-established; claiming active jobs again');
-      term.abort();
-      this.wake.notify();
-      this.room.notify();
+      this.endTerm(term, { reason: 'redis-reconnected' });
     });
     this.lease = new Lease(control, `${options.prefix}:${options.queue}:sidecar-lease`, options.lockMs);
+    this.activeJobs = new ActiveJobs(control, this.worker, options.lockMs);
   }
 
   get state(): WorkerState {
@@ -194,12 +165,15 @@ export class DeliveryWorker {
       // own connection, is resent whenever that connection is back, maybe after ours, and the
       // move follows. Claiming before it settles would leave that job active with nobody
       // delivering it, while this term fetches and delivers the ones after it.
-      if (!(await this.previousFetchSettled(AbortSignal.any([term.signal, stop])))) continue;
+      if (!(await this.previousFetchSettled(AbortSignal.any([term.signal, stop])))) {
+        logTermEnd(this.log, term);
+        continue;
+      }
       try {
         await this.recover();
       } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'could not recover abandoned jobs; retrying');
-        term.abort();
+        this.endTerm(term, { reason: 'recovery-failed', err: (err as Error).message });
+        logTermEnd(this.log, term);
         await this.wake.wait(stop, 1000);
         continue;
       }
@@ -208,13 +182,18 @@ export class DeliveryWorker {
       this.log.info('delivering');
       this.sending = this.sendLoop(term.signal);
       await Promise.all([this.fetchLoop(term.signal), this.sending]);
-      if (!stop.aborted) {
-        // Lease lost: jobs not yet delivered are left active for whoever holds the lease now
-        // (possibly us again, once Redis answers), which claims them in order.
-        this.log.warn('delivery lease lost; handing undelivered jobs back');
-        this.batcher.clear();
-      }
+      logTermEnd(this.log, term);
+      // Jobs not yet delivered are left active for whoever holds the lease now (possibly us
+      // again, once Redis answers), which claims them in order.
+      if (!stop.aborted) this.batcher.clear();
     }
+  }
+
+  private endTerm(term: AbortController, end: TermEnd): void {
+    if (term.signal.aborted) return;
+    term.abort(new TermEnded(end));
+    this.wake.notify();
+    this.room.notify();
   }
 
   /** False when the signal fired first. */
@@ -232,13 +211,11 @@ export class DeliveryWorker {
 
   /** Claims every active job this process does not already hold and queues them, oldest first. */
   private async recover(): Promise<void> {
-    const ids = await this.control.lrange(this.worker.keys.active, 0, -1);
+    const ids = await this.activeJobs.ids();
     const orphans = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id)).sort(byJobId);
     if (orphans.length === 0) return;
     const tokens = orphans.map(() => this.nextToken());
-    const claims = this.control.pipeline();
-    orphans.forEach((id, i) => claims.eval(claimScript, 2, this.worker.toKey(id), `${this.worker.toKey(id)}:lock`, tokens[i], this.options.lockMs));
-    await claims.exec();
+    await this.activeJobs.claim(orphans.map((id, i) => ({ id, token: tokens[i] })));
     const jobs = await Promise.all(orphans.map((id) => Job.fromId<EventsJobData>(this.worker, id)));
     let events = 0;
     jobs.forEach((job, i) => {
@@ -313,9 +290,8 @@ export class DeliveryWorker {
       try {
         await this.deliverer.deliver(batch.events, abandon);
       } catch (err) {
-        if (!(err instanceof AbortedError) && !abandon.aborted) {
-          this.log.error({ err: (err as Error).message }, 'unexpected delivery failure; restarting delivery from Redis');
-          this.term?.abort();
+        if (!(err instanceof AbortedError) && !abandon.aborted && this.term) {
+          this.endTerm(this.term, { reason: 'delivery-failed', err: (err as Error).message });
         }
         break;
       }
@@ -356,7 +332,7 @@ export class DeliveryWorker {
             // Our lock ran out (Redis was away); as lease holder the job is still ours to finish.
             if (!this.lease.held || attempt > 3) return;
             try {
-              await this.claim([h]);
+              await this.activeJobs.claim([h]);
             } catch {
               // Redis away again: the next attempt will tell.
             }
@@ -372,12 +348,6 @@ export class DeliveryWorker {
     }
   }
 
-  private async claim(jobs: Held[]): Promise<void> {
-    const pipeline = this.control.pipeline();
-    for (const h of jobs) pipeline.eval(claimScript, 2, this.worker.toKey(h.id), `${this.worker.toKey(h.id)}:lock`, h.token, this.options.lockMs);
-    await pipeline.exec();
-  }
-
   /** Keeps the lease and the locks of held jobs alive; drops delivery if the lease is gone. */
   private async heartbeat(): Promise<void> {
     const term = this.term;
@@ -386,11 +356,7 @@ export class DeliveryWorker {
     try {
       const state = await this.lease.refresh();
       if (state === 'taken' || (state === 'unknown' && !this.lease.held)) {
-        if (!term.signal.aborted) {
-          this.log.warn({ state }, 'delivery lease no longer confirmed');
-          term.abort();
-          this.wake.notify();
-        }
+        this.endTerm(term, { reason: 'lease-lost', state });
         return;
       }
       if (state !== 'held') return;
@@ -403,7 +369,7 @@ export class DeliveryWorker {
         );
         if (failed.length > 0) {
           const lost = new Set(failed);
-          await this.claim(jobs.filter((h) => lost.has(h.id)));
+          await this.activeJobs.claim(jobs.filter((h) => lost.has(h.id)));
         }
       }
       if (this._state === 'delivering' && this.term === term) await this.reclaimUnheld(term);
@@ -425,25 +391,20 @@ export class DeliveryWorker {
    */
   private async reclaimUnheld(term: AbortController): Promise<void> {
     const ours = this.termTokenPrefix();
-    const ids = await this.control.lrange(this.worker.keys.active, 0, -1);
+    const ids = await this.activeJobs.ids();
     const candidates = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id));
     if (candidates.length === 0) return;
-    const keys = [this.worker.keys.active, ...candidates.flatMap((id) => [this.worker.toKey(id), `${this.worker.toKey(id)}:lock`])];
-    const unheld = (await this.control.eval(unheldScript, keys.length, ...keys, ours, ...candidates)) as string[];
-    if (unheld.length === 0 || term.signal.aborted) return;
-    this.log.warn({ jobs: unheld }, 'active jobs nobody is delivering; claiming every active job again');
-    term.abort();
-    this.wake.notify();
-    this.room.notify();
+    const unheld = await this.activeJobs.unheld(candidates, ours);
+    if (unheld.length > 0) this.endTerm(term, { reason: 'unheld-jobs', jobs: unheld });
   }
 
   /**
-   * Stops fetching, lets the batch in flight finish, completes what was delivered, and releases
-   * the lease so a successor starts at once, all by `deadline` (epoch ms; default shutdownMs
-   * from now), whatever Redis or the vault are doing. Jobs not delivered stay active in Redis
-   * and are claimed by the next holder; a batch the vault recorded but we did not hear about is
-   * resent and deduplicated. Resolves to whether the work in hand finished (false: some was
-   * left to the next holder).
+   * Stops fetching, lets the batch in flight finish, completes what was delivered, closes the
+   * worker, and releases the lease so a successor starts at once, all by `deadline` (epoch ms;
+   * default shutdownMs from now), whatever Redis or the vault are doing. Jobs not delivered
+   * stay active in Redis and are claimed by the next holder; a batch the vault recorded but we
+   * did not hear about is resent and deduplicated. Resolves to whether the work in hand
+   * finished (false: some was left to the next holder).
    */
   async stop(deadline = Date.now() + this.options.shutdownMs): Promise<boolean> {
     if (this._state === 'stopped' || this.stopRequested.signal.aborted) {
@@ -463,10 +424,7 @@ export class DeliveryWorker {
     const abandoned = this.hardStop.signal.aborted;
     this.hardStop.abort();
     clearTimeout(graceTimer);
-    await withTimeout(this.lease.release(), Math.min(1000, left()), 'lease release').catch(() => {});
-    // Closing the worker interrupts a fetch blocked on Redis; with Redis gone it may not
-    // return at all, and nothing of ours is left in it by now.
-    await withTimeout(closeWithConnection(this.worker, this.workerRedis, true), left(), 'worker close').catch(() => {});
+    await closeAndHandOver(this.worker, this.workerRedis, () => this.fetching, this.lease, this.log, left);
     await withTimeout(this.running ?? Promise.resolve(), left(), 'delivery loop').catch(() => {});
     this._state = 'stopped';
     this.finishedCleanly = completed && !abandoned;
@@ -474,16 +432,3 @@ export class DeliveryWorker {
   }
 }
 
-function byJobId(a: string, b: string): number {
-  const na = Number(a);
-  const nb = Number(b);
-  if (Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na - nb;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function sleepUntilAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}

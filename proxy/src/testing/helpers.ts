@@ -2,9 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import type { SidecarConfig } from '../config.js';
 import { startSidecar, type SidecarHandle } from '../index.js';
 import type { ExternalActivityEvent } from '../ingest/event.js';
@@ -206,11 +207,28 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'S
 
 export const quietLogger = () => pino({ level: process.env.SIDECAR_TEST_LOG ?? 'silent' });
 
+export type LogLine = { level: number; msg: string; component?: string } & Record<string, unknown>;
+
+/** A logger that keeps what it writes, a parsed object per line, for tests of what is logged. */
+export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines };
+}
+
 /** Starts an embedded sidecar on free ports with test-friendly timings; the caller closes it. */
-export async function startTestSidecar(overrides: Partial<SidecarConfig> & { apiKey: string; prefix: string }): Promise<SidecarHandle> {
+export async function startTestSidecar(
+  overrides: Partial<SidecarConfig> & { apiKey: string; prefix: string },
+  { logger = quietLogger() }: { logger?: Logger } = {},
+): Promise<SidecarHandle> {
   return startSidecar(
     { port: 0, proxyPort: 0, batchMs: 20, lockMs: 2000, retryBaseMs: 20, retryMaxMs: 200, shutdownMs: 5000, ...overrides },
-    { logger: quietLogger() },
+    { logger },
   );
 }
 
