@@ -26,4 +26,4 @@ VOLUME ["/data"]
 EXPOSE 8083 8084
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 CMD node -e "fetch('http://127.0.0.1:'+(process.env.VAULT_PORT||8083)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # `node core/bin/vault.mjs sidecar`-style entry points: the image runs the vault by default.
-CMD ["node", "--enable-source-maps", "dist/core/src/main.js"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=8", "dist/core/src/main.js"]

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, REPO_ROOT, waitForHttp } from '../core/src/testing/process.js';
+import { freePort, REPO_ROOT, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
 
 function start(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
@@ -87,10 +87,21 @@ test('npm start builds dist/ and runs the compiled vault, not the TypeScript sou
   t.truthy(vault, ps);
   t.regex(vault!, /dist\/core\/src\/main\.js/);
   t.notRegex(vault!, /tsx/);
+  // With V8's memory settings that keep the vault within its memory budget.
+  for (const flag of VAULT_NODE_FLAGS) t.true(vault!.split(' ').includes(flag), `${flag} in: ${vault}`);
   // Files that are not TypeScript (the console's) are found from the compiled build too.
   const page = await fetch(`http://127.0.0.1:${port}/console`);
   t.is(page.status, 200);
   t.regex(await page.text(), /<html/i);
   process.kill(-npm.pid!, 'SIGTERM');
   await exited;
+});
+
+test('the image runs the vault with the same Node flags as npm start', (t) => {
+  const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'));
+  t.truthy(cmd, 'the Dockerfile has an exec-form CMD');
+  const args = JSON.parse(cmd![1]) as string[];
+  t.deepEqual(args.slice(-1 - VAULT_NODE_FLAGS.length), [...VAULT_NODE_FLAGS, 'dist/core/src/main.js']);
+  const start = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).scripts.start as string;
+  t.is(start, `node ${args.slice(1).join(' ')}`);
 });

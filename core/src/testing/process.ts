@@ -71,6 +71,14 @@ export async function waitForHttp(url: string, deadlineMs = 60_000): Promise<voi
   }
 }
 
+/**
+ * What `npm start` and the image give Node besides source maps. V8 lets the young generation
+ * grow to 16 MiB per semi-space; at 8 the vault's peak memory while 1M points were stored
+ * through its API was about 20 MB lower (278 MB against 292-305 MB), at no measured cost to
+ * reads and stores and within the noise for bulk audits.
+ */
+export const VAULT_NODE_FLAGS = ['--max-semi-space-size=8'];
+
 export async function spawnVault(options: SpawnVaultOptions = {}): Promise<VaultProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'vault-proc-'));
   const port = options.port ?? (options.env?.VAULT_PORT ? Number(options.env.VAULT_PORT) : await freePort());
@@ -93,7 +101,7 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
   }
   let out = '';
   // The compiled build is what `npm start` runs; tests otherwise run the sources as they are.
-  const entry = options.compiled ? [join(options.compiled, 'core/src/main.js')] : ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')];
+  const entry = options.compiled ? [...VAULT_NODE_FLAGS, join(options.compiled, 'core/src/main.js')] : ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')];
   const child = spawn(process.execPath, entry, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
