@@ -8,11 +8,13 @@
  * and one that rolled back and ran again (a shared transaction that failed, then the write
  * alone) is counted for the run that committed.
  */
+import type { Kysely } from 'kysely';
 import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import type { AlertService } from '../alerts/service.js';
 import { afterCommit, type CommitJob } from '../db/after-commit.js';
+import type { Database } from '../db/schema.js';
 import { isVaultError } from '../errors.js';
-import type { RulesEngine } from '../rules/engine.js';
+import type { RuleEffects, RulesEngine } from '../rules/engine.js';
 import type { SearchService } from '../search/service.js';
 import type { VaultMetrics } from './metrics.js';
 
@@ -44,30 +46,23 @@ export function meterActivity(log: ActivityLog, metrics: VaultMetrics): Activity
  * block): a refusal stands, and the operation does not run again.
  */
 export function meterRules(engine: RulesEngine, metrics: VaultMetrics): RulesEngine {
-  const data = { type: 'data' } as const;
-  const activity = { type: 'activity' } as const;
-  const count: CommitJob<typeof data | typeof activity> = (labels) => metrics.ruleEvaluations.inc(labels);
+  type Labels = { type: 'data' | 'activity' };
+  const count: CommitJob<Labels> = (labels) => metrics.ruleEvaluations.inc(labels);
+  const counted =
+    <C extends { trx: Kysely<Database> }>(labels: Labels, evaluate: (ctx: C) => Promise<RuleEffects>) =>
+    async (ctx: C): Promise<RuleEffects> => {
+      try {
+        const effects = await evaluate(ctx);
+        afterCommit(ctx.trx, count, labels);
+        return effects;
+      } catch (err) {
+        if (isVaultError(err)) count(labels);
+        throw err;
+      }
+    };
   return {
-    evaluateData: async (ctx) => {
-      try {
-        const effects = await engine.evaluateData(ctx);
-        afterCommit(ctx.trx, count, data);
-        return effects;
-      } catch (err) {
-        if (isVaultError(err)) count(data);
-        throw err;
-      }
-    },
-    evaluateActivity: async (ctx) => {
-      try {
-        const effects = await engine.evaluateActivity(ctx);
-        afterCommit(ctx.trx, count, activity);
-        return effects;
-      } catch (err) {
-        if (isVaultError(err)) count(activity);
-        throw err;
-      }
-    },
+    evaluateData: counted({ type: 'data' }, (ctx) => engine.evaluateData(ctx)),
+    evaluateActivity: counted({ type: 'activity' }, (ctx) => engine.evaluateActivity(ctx)),
     checkProhibited: (trx, entityId, operation) => engine.checkProhibited(trx, entityId, operation),
     findReferencingRule: (kind, name) => engine.findReferencingRule(kind, name),
   };
