@@ -151,6 +151,21 @@ export class OwnRedis {
     );
   }
 
+  /**
+   * SIGSTOP: the server keeps its connections open, so clients still see it as connected, but
+   * answers nothing until resume(). What it is sent meanwhile waits in its sockets.
+   */
+  pause(): void {
+    const child = this.child;
+    if (child && child.exitCode === null) child.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: the server goes on, running whatever it was sent while paused. */
+  resume(): void {
+    const child = this.child;
+    if (child && child.exitCode === null) child.kill('SIGCONT');
+  }
+
   /** SIGKILL: no shutdown save; only what AOF already fsynced survives. */
   async kill(): Promise<void> {
     const child = this.child;
