@@ -76,9 +76,7 @@ function brownfieldEvents(): ExternalActivityEvent[] {
 test('brownfield READs through the sidecar under sidecar SIGKILL, vault restart and Redis restart: each recorded once, none dead-lettered', async (t) => {
   const events = brownfieldEvents();
   const requests = Array.from({ length: Math.ceil(events.length / PER_REQUEST) }, (_, i) => events.slice(i * PER_REQUEST, (i + 1) * PER_REQUEST));
-  const redisDir = mkdtempSync(join(tmpdir(), 'brownfield-redis-'));
-  const redis = new OwnRedis(await freePort(), redisDir);
-  await redis.start();
+  const redis = await OwnRedis.started('brownfield-redis');
   // Holding the vault's answer back makes the kill land between "recorded" and "acknowledged".
   const delay = new AnswerDelay(vault.url);
   const delayUrl = await delay.start();
@@ -95,8 +93,7 @@ test('brownfield READs through the sidecar under sidecar SIGKILL, vault restart 
     for (const c of children) await stopChild(c.child);
     await delay.stop();
     await cleanupRedis(prefix, redis.url);
-    await redis.kill();
-    rmSync(redisDir, { recursive: true, force: true });
+    await redis.dispose();
   });
   const untilDelivering = () =>
     waitFor(async () => {

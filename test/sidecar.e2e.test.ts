@@ -179,9 +179,7 @@ test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost
 
 test.serial('real vault: Redis restarted (AOF): nothing accepted lost, 503 and never 202 while it is away', async (t) => {
   const applicationId = app('redis');
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-e2e-redis-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-e2e-redis');
   // Hold deliveries back (the vault refuses to be reached) so accepted events sit in Redis.
   const gate = await startGate(vault.url);
   gate.open = false;
@@ -190,8 +188,7 @@ test.serial('real vault: Redis restarted (AOF): nothing accepted lost, 503 and n
   t.teardown(async () => {
     await sidecar.close();
     await gate.close();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
   const ids = await postStores(sidecar.url, applicationId, 4, 25);
 

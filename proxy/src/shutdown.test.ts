@@ -71,9 +71,7 @@ async function accept(url: string, from: number, count: number): Promise<string[
 }
 
 test.serial('Redis killed: SIGTERM still exits within 10 s, and what was accepted is delivered once Redis is back', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-stop-redis-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-stop-redis');
   const vault = new FakeVault();
   await vault.start();
   // Failing while events are accepted, so they are still in Redis, with a batch being retried.
@@ -85,8 +83,7 @@ test.serial('Redis killed: SIGTERM still exits within 10 s, and what was accepte
   t.teardown(async () => {
     for (const c of children) await stopChild(c.child);
     await vault.stop();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
 
   const first = spawnSidecar(env(vault.url, prefix, port, redis.url));
@@ -114,9 +111,7 @@ test.serial('Redis killed: SIGTERM still exits within 10 s, and what was accepte
 });
 
 test.serial('Redis killed while idle: SIGTERM exits with 0', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-stop-idle-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-stop-idle');
   const vault = new FakeVault();
   await vault.start();
   const port = await freePort();
@@ -126,8 +121,7 @@ test.serial('Redis killed while idle: SIGTERM exits with 0', async (t) => {
   t.teardown(async () => {
     await stopChild(sidecar.child);
     await vault.stop();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
   await untilDelivering(url);
   const accepted = await accept(url, 0, 10);

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -10,7 +7,7 @@ import { connect } from '../queue/connection.js';
 import { jobName, type EventsJobData } from '../queue/producer.js';
 import { FakeVault } from '../testing/fake-vault.js';
 import {
-  OwnRedis, capturingLogger, cleanupRedis, freePort, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
+  OwnRedis, capturingLogger, cleanupRedis, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
 } from '../testing/helpers.js';
 import { Deliverer } from './deliverer.js';
 import { Lease } from './lease.js';
@@ -79,9 +76,7 @@ test('stop closes the worker before releasing the lease: a job queued once the l
 });
 
 test('a fetch that Redis leaves unanswered past the deadline: stop returns in time and leaves the lease to expire, unreleased', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-stop-frozen-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-stop-frozen');
   const admin = new Redis(redis.url);
   const workerRedis = connect(redis.url, 'worker');
   const control = connect(redis.url, 'control');
@@ -114,8 +109,7 @@ test('a fetch that Redis leaves unanswered past the deadline: stop returns in ti
     await worker.stop(Date.now() + 1000);
     control.disconnect();
     admin.disconnect();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
   worker.start();
   await waitFor(() => worker.state === 'delivering', { message: 'delivering' });

@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { EventsJobData } from '../queue/producer.js';
 import { FakeVault } from '../testing/fake-vault.js';
 import {
-  OwnRedis, capturingLogger, cleanupRedis, freePort, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
+  OwnRedis, capturingLogger, cleanupRedis, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
   type LogLine,
 } from '../testing/helpers.js';
 
@@ -24,9 +21,7 @@ const termEnds = (lines: LogLine[]) => lines.filter((l) => l.component === 'work
 const leaseLostLines = (lines: LogLine[]) => lines.filter((l) => /lease lost/.test(l.msg));
 
 test('a reconnect of the worker connection ends the term as a reconnect, at info, not as a lost lease', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-redis-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-redis');
   const admin = new Redis(redis.url);
   const vault = new FakeVault();
   await vault.start();
@@ -36,8 +31,7 @@ test('a reconnect of the worker connection ends the term as a reconnect, at info
     await sidecar.close();
     await vault.stop();
     admin.disconnect();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
   await waitFor(() => sidecar.deliveryState === 'delivering', { message: 'delivering' });
 

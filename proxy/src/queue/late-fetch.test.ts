@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { EventsJobData } from './producer.js';
 import { FakeVault } from '../testing/fake-vault.js';
 import {
-  OwnRedis, cleanupRedis, freePort, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
+  OwnRedis, cleanupRedis, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
 } from '../testing/helpers.js';
 
 /**
@@ -46,9 +43,7 @@ async function postOne(url: string, events: ReturnType<typeof makeEvent>[]): Pro
 }
 
 test('a fetch of an ended term that reaches Redis late: the next term waits for it, then claims its job, in order', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-redis-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-redis');
   const admin = new Redis(redis.url);
   const vault = new FakeVault();
   await vault.start();
@@ -63,8 +58,7 @@ test('a fetch of an ended term that reaches Redis late: the next term waits for 
     await sidecar.close();
     await vault.stop();
     admin.disconnect();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
 
   const accepted = await postOne(sidecar.url, [makeEvent(0)]);

@@ -1,14 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
 import { FakeVault } from '../testing/fake-vault.js';
-import { OwnRedis, freePort, getJson, makeEvent, postEvents, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import { OwnRedis, getJson, makeEvent, postEvents, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 test('Redis restarted (AOF): nothing accepted is lost, and while it is away ingest answers 503, never 202', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidecar-redis-'));
-  const redis = new OwnRedis(await freePort(), dir);
-  await redis.start();
+  const redis = await OwnRedis.started('sidecar-redis');
   const vault = new FakeVault();
   await vault.start();
   // Keep the vault away at first so accepted events sit in Redis when it dies.
@@ -18,8 +13,7 @@ test('Redis restarted (AOF): nothing accepted is lost, and while it is away inge
   t.teardown(async () => {
     await sidecar.close();
     await vault.stop();
-    await redis.kill();
-    rmSync(dir, { recursive: true, force: true });
+    await redis.dispose();
   });
 
   const accepted: string[] = [];

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -122,6 +125,19 @@ export class OwnRedis {
     readonly port: number,
     readonly dir: string,
   ) {}
+
+  /** A started server on a free port, its files in a temporary directory of its own. */
+  static async started(label: string): Promise<OwnRedis> {
+    const redis = new OwnRedis(await freePort(), mkdtempSync(join(tmpdir(), `${label}-`)));
+    await redis.start();
+    return redis;
+  }
+
+  /** Kills the server and removes its directory. */
+  async dispose(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
