@@ -302,6 +302,7 @@ test.serial('the overview lists the newest activity first, reads of several poin
   t.is(await rows.count(), 11, 'a header and ten entries');
   t.regex(await rows.nth(1).innerText(), new RegExp(`#${head.sequence}\\.2`));
   t.regex(await rows.nth(2).innerText(), new RegExp(`#${head.sequence}\\.1`));
+  await shot('13-overview-read-entries');
 });
 
 test.serial('9. the chain verifies, and after an edit in the database the console points at the record', async (t) => {
