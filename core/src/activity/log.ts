@@ -53,6 +53,14 @@ export interface ActivityRecord extends EventOrigin {
   points?: readonly PointRef[];
 }
 
+/**
+ * An audit event an application reported (`POST /auditlogs`), as opposed to the vault's own
+ * operation on a point, report-only or not: only audit events keep the answer they were given.
+ */
+export function isAuditEvent(record: ActivityRecord): boolean {
+  return record.summary !== undefined;
+}
+
 export interface ActivityLog {
   /**
    * Writes the records inside the caller's transaction. A record with an `eventId` that its

@@ -9,7 +9,7 @@
  * alone) is counted for the run that committed.
  */
 import type { Kysely } from 'kysely';
-import type { ActivityLog, ActivityRecord } from '../activity/log.js';
+import { isAuditEvent, type ActivityLog, type ActivityRecord } from '../activity/log.js';
 import type { AlertService } from '../alerts/service.js';
 import { afterCommit, type CommitJob } from '../db/after-commit.js';
 import type { Database } from '../db/schema.js';
@@ -23,7 +23,8 @@ const OPERATION: Record<string, string> = { STORE: 'store', UPDATE: 'store', REA
 export function meterActivity(log: ActivityLog, metrics: VaultMetrics): ActivityLog {
   const count: CommitJob<ActivityRecord[]> = (records) => {
     for (const record of records) {
-      if (record.reportOnly) metrics.auditEvents.inc();
+      // Deleting a report-only point (by API or by retention) is a delete, not an audit event.
+      if (isAuditEvent(record)) metrics.auditEvents.inc();
       // A read of several points is one record; the metric counts points.
       else metrics.dataPoints.inc({ operation: OPERATION[record.eventType] ?? 'other' }, record.points?.length ?? 1);
     }

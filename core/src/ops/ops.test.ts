@@ -98,6 +98,20 @@ test('metrics count committed work only: a store that rolled back, or that a rul
   t.regex(text, /^vault_rule_evaluations_total\{type="data"\} 2$/m);
 });
 
+test("metrics count an application's audit event once, and deleting its report-only point as a delete", async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  await v.request('POST', '/attributes', { body: { key: 'EMAIL', schema: 'string' } });
+  const pointId = 'reported-point-1';
+  const reported = await v.request('POST', '/auditlogs', { body: { eventType: 'STORE', dataPointId: pointId, subjectId: 'reported-subject', data: { attribute: 'EMAIL' }, applicationId: 'crm' } });
+  t.is(reported.status, 200);
+  t.is((await v.request('DELETE', `/data/${pointId}`)).status, 200);
+
+  const text = String((await v.request('GET', '/metrics', { apiKey: null })).body);
+  t.regex(text, /^vault_audit_events_total 1$/m);
+  t.regex(text, /^vault_datapoints_total\{operation="delete"\} 1$/m);
+});
+
 test('on SQLite, metrics show the checkpoint thread copying the log into the file', async (t) => {
   // SQLite in both passes: the checkpoint thread exists only there.
   const dir = mkdtempSync(join(tmpdir(), 'vault-checkpoints-'));
