@@ -6,7 +6,8 @@ import { withTimeout } from '../queue/connection.js';
 import type { EventsJobData } from '../queue/producer.js';
 import { ActiveJobs, byJobId } from './active-jobs.js';
 import { AbortedError, Notifier, abortable, backoffDelay, sleep, sleepUntilAborted } from './backoff.js';
-import { Batcher, type Batch, type HeldJob } from './batcher.js';
+import { Batcher, type Batch } from './batcher.js';
+import { Completer } from './completer.js';
 import type { Deliverer } from './deliverer.js';
 import { closeAndHandOver } from './handover.js';
 import { Lease } from './lease.js';
@@ -24,8 +25,6 @@ export interface DeliveryWorkerOptions {
 }
 
 export type WorkerState = 'starting' | 'standby' | 'recovering' | 'delivering' | 'stopping' | 'stopped';
-
-type Held = HeldJob<Job<EventsJobData>>;
 
 /**
  * Takes events out of the BullMQ queue in batches and hands them to the vault.
@@ -56,8 +55,7 @@ export class DeliveryWorker {
   private _state: WorkerState = 'starting';
   private readonly worker: Worker<EventsJobData>;
   private readonly batcher = new Batcher<Job<EventsJobData>>();
-  /** Delivered jobs whose completion in Redis is still pending. */
-  private readonly completing = new Map<string, Held>();
+  private readonly completer: Completer;
   private readonly lease: Lease;
   private readonly activeJobs: ActiveJobs;
   private readonly stopRequested = new AbortController();
@@ -67,7 +65,6 @@ export class DeliveryWorker {
   private term: AbortController | undefined;
   private readonly wake = new Notifier();
   private readonly room = new Notifier();
-  private completions: Promise<void> = Promise.resolve();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatBusy = false;
   private running: Promise<void> | undefined;
@@ -115,6 +112,7 @@ export class DeliveryWorker {
     });
     this.lease = new Lease(control, `${options.prefix}:${options.queue}:sidecar-lease`, options.lockMs);
     this.activeJobs = new ActiveJobs(control, this.worker, options.lockMs);
+    this.completer = new Completer(this.lease, this.activeJobs, this.hardStop.signal, log);
   }
 
   get state(): WorkerState {
@@ -212,7 +210,7 @@ export class DeliveryWorker {
   /** Claims every active job this process does not already hold and queues them, oldest first. */
   private async recover(): Promise<void> {
     const ids = await this.activeJobs.ids();
-    const orphans = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id)).sort(byJobId);
+    const orphans = ids.filter((id) => !this.batcher.has(id) && !this.completer.has(id)).sort(byJobId);
     if (orphans.length === 0) return;
     const tokens = orphans.map(() => this.nextToken());
     await this.activeJobs.claim(orphans.map((id, i) => ({ id, token: tokens[i] })));
@@ -229,7 +227,7 @@ export class DeliveryWorker {
     const events = Array.isArray(job.data?.events) ? job.data.events : [];
     if (events.length === 0) {
       this.log.warn({ jobId: job.id }, 'job without events; completing it');
-      this.complete([{ id: job.id!, job, token, events, taken: 0, done: 0, heldSince: Date.now() }]);
+      this.completer.complete([{ id: job.id!, job, token, events, taken: 0, done: 0, heldSince: Date.now() }]);
       return 0;
     }
     this.batcher.add(job.id!, job, token, events);
@@ -303,49 +301,7 @@ export class DeliveryWorker {
     const complete = this.batcher.settle(batch);
     for (const h of complete) this.batcher.release(h.id);
     this.metrics.bufferedEvents.set(this.buffered);
-    if (complete.length > 0) this.complete(complete);
-  }
-
-  /** Completion runs behind delivery so a slow Redis doesn't hold up the next batch. */
-  private complete(jobs: Held[]): void {
-    for (const h of jobs) this.completing.set(h.id, h);
-    this.completions = this.completions
-      .then(() => Promise.all(jobs.map((h) => this.completeJob(h))))
-      .then(
-        () => {},
-        // completeJob handles its own failures; this only keeps the chain alive if it didn't.
-        (err) => this.log.error({ err: (err as Error).message }, 'job completion failed'),
-      );
-  }
-
-  private async completeJob(h: Held): Promise<void> {
-    try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await h.job.moveToCompleted('delivered', h.token, false);
-          return;
-        } catch (err) {
-          const message = (err as Error).message ?? '';
-          // Gone, or no longer ours: whoever has it now resends it, and the vault dedupes.
-          if (/^Missing key|not in the active state|^Lock mismatch/.test(message)) return;
-          if (/^Missing lock/.test(message)) {
-            // Our lock ran out (Redis was away); as lease holder the job is still ours to finish.
-            if (!this.lease.held || attempt > 3) return;
-            try {
-              await this.activeJobs.claim([h]);
-            } catch {
-              // Redis away again: the next attempt will tell.
-            }
-            continue;
-          }
-          if (this.hardStop.signal.aborted) return;
-          if (attempt === 1) this.log.warn({ err: message, jobId: h.id }, 'cannot complete job in Redis; retrying');
-          await sleep(backoffDelay(attempt, 100, 2000), this.hardStop.signal).catch(() => {});
-        }
-      }
-    } finally {
-      this.completing.delete(h.id);
-    }
+    if (complete.length > 0) this.completer.complete(complete);
   }
 
   /** Keeps the lease and the locks of held jobs alive; drops delivery if the lease is gone. */
@@ -360,7 +316,7 @@ export class DeliveryWorker {
         return;
       }
       if (state !== 'held') return;
-      const jobs = [...this.batcher.held(), ...this.completing.values()];
+      const jobs = [...this.batcher.held(), ...this.completer.pending()];
       if (jobs.length > 0) {
         const failed = await withTimeout(
           this.worker.extendJobLocks(jobs.map((h) => h.id), jobs.map((h) => h.token), this.options.lockMs),
@@ -392,7 +348,7 @@ export class DeliveryWorker {
   private async reclaimUnheld(term: AbortController): Promise<void> {
     const ours = this.termTokenPrefix();
     const ids = await this.activeJobs.ids();
-    const candidates = ids.filter((id) => !this.batcher.has(id) && !this.completing.has(id));
+    const candidates = ids.filter((id) => !this.batcher.has(id) && !this.completer.has(id));
     if (candidates.length === 0) return;
     const unheld = await this.activeJobs.unheld(candidates, ours);
     if (unheld.length > 0) this.endTerm(term, { reason: 'unheld-jobs', jobs: unheld });
@@ -419,7 +375,7 @@ export class DeliveryWorker {
     this.wake.notify();
     this.room.notify();
     await this.sending;
-    const completed = await Promise.race([this.completions.then(() => true), sleepUntilAborted(this.hardStop.signal).then(() => false)]);
+    const completed = await Promise.race([this.completer.settled.then(() => true), sleepUntilAborted(this.hardStop.signal).then(() => false)]);
     clearInterval(this.heartbeatTimer);
     const abandoned = this.hardStop.signal.aborted;
     this.hardStop.abort();
