@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { StampedEvent } from '../ingest/event.js';
@@ -9,7 +8,9 @@ import { stampEvent } from '../ingest/validate.js';
 import type { SidecarMetrics } from '../metrics.js';
 import { backoffDelay, sleep } from '../delivery/backoff.js';
 import type { EventProducer } from '../queue/producer.js';
+import { Tap, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
 import { buildEvents } from './events.js';
+import { forwardHeaders, hasBody, originForm, responseHeaders } from './headers.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
 
 export interface ReverseProxyOptions {
@@ -26,13 +27,7 @@ export interface ReverseProxyOptions {
   lingerMs?: number;
 }
 
-/** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
 const maxLingerEvents = 1000;
-
-const hopByHop = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'proxy-authenticate', 'proxy-authorization',
-]);
 
 /**
  * Sits in front of an upstream HTTP service. Traffic goes through unchanged; requests matching
@@ -222,200 +217,5 @@ export class ReverseProxy {
     // destroy, not close: close would wait for upstream requests that may never answer.
     await this.pool.destroy().catch(() => {});
     return finished && flushed;
-  }
-}
-
-function originForm(url: string): string {
-  if (url.startsWith('/')) return url;
-  try {
-    const parsed = new URL(url);
-    return parsed.pathname + parsed.search;
-  } catch {
-    return `/${url}`;
-  }
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-}
-
-function isJson(contentType: string | undefined): boolean {
-  return contentType !== undefined && /^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType.trim());
-}
-
-function parseJson(buffer: Buffer | undefined): unknown {
-  if (buffer === undefined || buffer.length === 0) return undefined;
-  try {
-    return JSON.parse(buffer.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-function decode(buffer: Buffer, encoding: string | undefined, limit: number): Buffer | undefined {
-  const options = { maxOutputLength: Math.max(limit, 1) * 4 };
-  try {
-    switch ((encoding ?? 'identity').trim().toLowerCase()) {
-      case 'identity':
-      case '':
-        return buffer;
-      case 'gzip':
-      case 'x-gzip':
-        return gunzipSync(buffer, options);
-      case 'deflate':
-        return inflateSync(buffer, options);
-      case 'br':
-        return brotliDecompressSync(buffer, options);
-      default:
-        return undefined;
-    }
-  } catch {
-    return undefined;
-  }
-}
-
-const noTokens = new Set<string>();
-
-function connectionTokens(value: string | string[] | undefined): Set<string> {
-  if (value === undefined) return noTokens;
-  const list = Array.isArray(value) ? value.join(',') : (value ?? '');
-  return new Set(list.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
-}
-
-/** The client's headers as sent (order and duplicates kept), minus per-connection ones. */
-function forwardHeaders(req: IncomingMessage): string[] {
-  const drop = connectionTokens(req.headers.connection);
-  const out: string[] = [];
-  const raw = req.rawHeaders;
-  let forwardedFor: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toLowerCase();
-    // Node answered any Expect: 100-continue already; undici refuses to send it.
-    if (hopByHop.has(name) || drop.has(name) || name === 'expect') continue;
-    if (name === 'x-forwarded-for') {
-      forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
-      continue;
-    }
-    out.push(raw[i], raw[i + 1]);
-  }
-  const client = req.socket.remoteAddress;
-  if (client) forwardedFor = forwardedFor ? `${forwardedFor}, ${client}` : client;
-  if (forwardedFor) out.push('x-forwarded-for', forwardedFor);
-  return out;
-}
-
-function responseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
-  const drop = connectionTokens(headers.connection);
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || hopByHop.has(name) || drop.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
-/**
- * Streams the upstream body to the client (through `tap` if given) and resolves true once it
- * all went through, false if either side broke off; a client hanging up stops the upstream
- * transfer. (Plain pipe() rather than stream.pipeline: the latter allocates an AbortController
- * and a DOMException per call, a measurable cost per proxied request.)
- */
-function relay(source: Readable, res: ServerResponse, tap: Tap | undefined, end: boolean): Promise<boolean> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const settle = (ok: boolean) => {
-      if (settled) return;
-      settled = true;
-      resolve(ok);
-    };
-    // Destroying the upstream body (client gone) makes it emit an error too: always listen.
-    source.on('error', () => {
-      res.destroy();
-      settle(false);
-    });
-    tap?.on('error', () => {
-      res.destroy();
-      source.destroy();
-      settle(false);
-    });
-    // The client may have left while the upstream was still thinking.
-    if (res.destroyed) {
-      source.destroy();
-      settle(false);
-      return;
-    }
-    const out = tap ? source.pipe(tap) : source;
-    out.pipe(res, { end });
-    if (end) res.once('finish', () => settle(true));
-    else out.once('end', () => settle(true));
-    res.once('close', () => {
-      if (settled) return;
-      source.destroy();
-      settle(res.writableFinished);
-    });
-  });
-}
-
-/** Reads until the end or just past `limit` bytes, leaving the rest of the stream unread. */
-function readUpTo(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; complete: boolean }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const cleanup = () => {
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('error', onError);
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      total += chunk.length;
-      if (total > limit) {
-        stream.pause();
-        cleanup();
-        resolve({ chunks, complete: false });
-      }
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve({ chunks, complete: true });
-    };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(err);
-    };
-    stream.on('data', onData);
-    stream.once('end', onEnd);
-    stream.once('error', onError);
-  });
-}
-
-async function* resume(head: Buffer[], rest: Readable): AsyncGenerator<Buffer> {
-  yield* head;
-  for await (const chunk of rest) yield chunk as Buffer;
-}
-
-/** Passes a response through while keeping a copy of its first `limit` bytes. */
-class Tap extends Transform {
-  private chunks: Buffer[] = [];
-  private size = 0;
-  overflow = false;
-
-  constructor(private readonly limit: number) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (!this.overflow) {
-      this.size += chunk.length;
-      if (this.size > this.limit) {
-        this.overflow = true;
-        this.chunks = [];
-      } else this.chunks.push(chunk);
-    }
-    callback(null, chunk);
-  }
-
-  buffer(): Buffer {
-    return Buffer.concat(this.chunks);
   }
 }

@@ -1,0 +1,61 @@
+import type { IncomingMessage } from 'node:http';
+
+/** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
+const hopByHop = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
+  'proxy-authenticate', 'proxy-authorization',
+]);
+
+export function originForm(url: string): string {
+  if (url.startsWith('/')) return url;
+  try {
+    const parsed = new URL(url);
+    return parsed.pathname + parsed.search;
+  } catch {
+    return `/${url}`;
+  }
+}
+
+export function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+}
+
+const noTokens = new Set<string>();
+
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  if (value === undefined) return noTokens;
+  const list = Array.isArray(value) ? value.join(',') : (value ?? '');
+  return new Set(list.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+}
+
+/** The client's headers as sent (order and duplicates kept), minus per-connection ones. */
+export function forwardHeaders(req: IncomingMessage): string[] {
+  const drop = connectionTokens(req.headers.connection);
+  const out: string[] = [];
+  const raw = req.rawHeaders;
+  let forwardedFor: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    // Node answered any Expect: 100-continue already; undici refuses to send it.
+    if (hopByHop.has(name) || drop.has(name) || name === 'expect') continue;
+    if (name === 'x-forwarded-for') {
+      forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
+      continue;
+    }
+    out.push(raw[i], raw[i + 1]);
+  }
+  const client = req.socket.remoteAddress;
+  if (client) forwardedFor = forwardedFor ? `${forwardedFor}, ${client}` : client;
+  if (forwardedFor) out.push('x-forwarded-for', forwardedFor);
+  return out;
+}
+
+export function responseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const drop = connectionTokens(headers.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || hopByHop.has(name) || drop.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
