@@ -1,11 +1,9 @@
 import test from 'ava';
-import { Queue, Worker } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { SidecarHandle } from '../index.js';
-import type { StampedEvent } from '../ingest/event.js';
-import { jobName, type EventsJobData } from '../queue/producer.js';
 import { FakeVault } from '../testing/fake-vault.js';
 import {
-  cleanupRedis, getJson, makeEvent, metricValue, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
+  cleanupRedis, getJson, makeEvent, metricValue, postEvents, queueLeftByCrashedWorker, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
 } from '../testing/helpers.js';
 
 /** Delivery guarantees of an embedded sidecar against the fake vault and the shared Redis. */
@@ -149,33 +147,10 @@ test('replay of everything, discard, and the API refusing bad input', async (t) 
 });
 
 test('jobs left active by a crashed worker are claimed and delivered first, oldest first', async (t) => {
-  const prefix = uniquePrefix('orphans');
-  const vault = new FakeVault();
-  await vault.start();
-  const queue = new Queue<EventsJobData>('vault-audit', { connection: { url: sharedRedisUrl }, prefix });
-  const crashed = new Worker<EventsJobData>('vault-audit', null, { connection: { url: sharedRedisUrl, maxRetriesPerRequest: null }, prefix, autorun: false, lockDuration: 60_000 });
-  let sidecar: SidecarHandle | undefined;
-  t.teardown(async () => {
-    await sidecar?.close();
-    await crashed.close(true);
-    await queue.close();
-    await vault.stop();
-    await cleanupRedis(prefix);
-  });
-
-  const stamped = (i: number): StampedEvent => ({ eventType: 'READ', applicationId: 'a', dataPointId: 'd', eventId: `ev-${i}`, timestamp: '2024-01-01T00:00:00Z' });
-  const all: string[] = [];
-  for (let j = 0; j < 6; j++) {
-    const events = [0, 1, 2].map((k) => stamped(j * 3 + k));
-    all.push(...events.map((e) => e.eventId));
-    await queue.add(jobName, { events }, { removeOnComplete: true });
-  }
-  // The "crashed" process took the three oldest jobs and never completed them; their locks
-  // are still valid for a minute.
-  for (let j = 0; j < 3; j++) t.truthy(await crashed.getNextJob(`dead-token-${j}`, { block: false }));
+  const { vault, queue, all, startSidecar } = await queueLeftByCrashedWorker(t, 'orphans', { jobs: 6, eventsPerJob: 3, taken: 3 });
   t.is((await queue.getActiveCount()), 3);
 
-  sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, batchSize: 4, lockMs: 60_000 });
+  await startSidecar({ batchSize: 4, lockMs: 60_000 });
   await waitFor(() => vault.records.length === all.length, { message: 'all events recorded' });
   t.deepEqual(vault.recordedIds(), all);
   await waitFor(async () => (await queue.getActiveCount()) === 0 && (await queue.getWaitingCount()) === 0, { message: 'queue drained' });

@@ -7,11 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import type { ExecutionContext } from 'ava';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { SidecarConfig } from '../config.js';
 import { startSidecar, type SidecarHandle } from '../index.js';
-import type { ExternalActivityEvent } from '../ingest/event.js';
+import type { ExternalActivityEvent, StampedEvent } from '../ingest/event.js';
+import { jobName, type EventsJobData } from '../queue/producer.js';
+import { FakeVault } from './fake-vault.js';
 
 export const sharedRedisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -261,6 +265,55 @@ export async function startTestSidecar(
     { port: 0, proxyPort: 0, batchMs: 20, lockMs: 2000, retryBaseMs: 20, retryMaxMs: 200, shutdownMs: 5000, ...overrides },
     { logger },
   );
+}
+
+/**
+ * A queue left behind by a delivery process that crashed: `jobs` jobs of `eventsPerJob` events
+ * each (event ids ev-0, ev-1, … in queue order), of which that process took the `taken` oldest
+ * and never completed them, so they stay active under its locks, valid for a minute. With a
+ * fake vault to deliver to; everything, the sidecar too, is closed when the test ends.
+ */
+export async function queueLeftByCrashedWorker(
+  t: ExecutionContext,
+  label: string,
+  { jobs, eventsPerJob, taken }: { jobs: number; eventsPerJob: number; taken: number },
+): Promise<{
+  prefix: string;
+  vault: FakeVault;
+  queue: Queue<EventsJobData>;
+  /** The event ids of every job, in queue order. */
+  all: string[];
+  /** Starts a sidecar delivering from the queue to the vault. */
+  startSidecar: (overrides?: Partial<SidecarConfig>, options?: { logger?: Logger }) => Promise<SidecarHandle>;
+}> {
+  const prefix = uniquePrefix(label);
+  const vault = new FakeVault();
+  await vault.start();
+  const queue = new Queue<EventsJobData>('vault-audit', { connection: { url: sharedRedisUrl }, prefix });
+  const crashed = new Worker<EventsJobData>('vault-audit', null, { connection: { url: sharedRedisUrl, maxRetriesPerRequest: null }, prefix, autorun: false, lockDuration: 60_000 });
+  let sidecar: SidecarHandle | undefined;
+  t.teardown(async () => {
+    await sidecar?.close();
+    await crashed.close(true);
+    await queue.close();
+    await vault.stop();
+    await cleanupRedis(prefix);
+  });
+
+  const stamped = (i: number): StampedEvent => ({ eventType: 'READ', applicationId: 'a', dataPointId: 'd', eventId: `ev-${i}`, timestamp: '2024-01-01T00:00:00Z' });
+  const all: string[] = [];
+  for (let j = 0; j < jobs; j++) {
+    const events = Array.from({ length: eventsPerJob }, (_, k) => stamped(j * eventsPerJob + k));
+    all.push(...events.map((e) => e.eventId));
+    await queue.add(jobName, { events }, { removeOnComplete: true });
+  }
+  for (let j = 0; j < taken; j++) t.truthy(await crashed.getNextJob(`dead-token-${j}`, { block: false }));
+
+  const startSidecar = async (overrides: Partial<SidecarConfig> = {}, options: { logger?: Logger } = {}) => {
+    sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, ...overrides }, options);
+    return sidecar;
+  };
+  return { prefix, vault, queue, all, startSidecar };
 }
 
 export async function getJson<T = any>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
