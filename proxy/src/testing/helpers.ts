@@ -202,7 +202,6 @@ export interface SpawnedSidecar {
   exited: Promise<number | null>;
 }
 
-/** Runs the CLI exactly as `npm run sidecar` does. */
 /** Settings for a spawned sidecar with short batches, retries and lease, so tests run quickly. */
 export function spawnedSidecarEnv(options: { apiKey: string; vaultUrl: string; prefix: string; port: number; redisUrl?: string }): Record<string, string> {
   return {
@@ -220,6 +219,7 @@ export function spawnedSidecarEnv(options: { apiKey: string; vaultUrl: string; p
   };
 }
 
+/** Runs the CLI exactly as `npm run sidecar` does. */
 export function spawnSidecar(env: Record<string, string>): SpawnedSidecar {
   const child = spawn(process.execPath, ['--import', 'tsx', 'proxy/src/main.ts'], {
     cwd: repoRoot,
