@@ -5,7 +5,7 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { FakeVault } from './testing/fake-vault.js';
 import {
-  cleanupRedis, freePort, getJson, makeEvent, postEvents, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
+  cleanupRedis, freePort, getJson, postMany, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
   type SpawnedSidecar,
 } from './testing/helpers.js';
 
@@ -20,16 +20,6 @@ async function untilDelivering(url: string): Promise<void> {
     const r = await getJson(`${url}/readyz`);
     return r.status === 200 && r.body.worker === 'delivering';
   }, { timeoutMs: 30_000, message: `sidecar at ${url} delivering` });
-}
-
-async function postAll(url: string, requests: number, perRequest: number, offset: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let r = 0; r < requests; r++) {
-    const answer = await postEvents(url, Array.from({ length: perRequest }, (_, i) => makeEvent(offset + r * perRequest + i)));
-    if (answer.status !== 202) throw new Error(`ingest answered ${answer.status}`);
-    ids.push(...answer.body.accepted.map((a) => a.eventId));
-  }
-  return ids;
 }
 
 test('invalid configuration fails at start with a clear message', async (t) => {
@@ -74,7 +64,7 @@ test('SIGKILL mid-batch and restart: nothing lost, nothing recorded twice, order
   const first = spawnSidecar(env);
   children.push(first);
   await untilDelivering(url);
-  const ids = await postAll(url, 20, 50, 0);
+  const ids = await postMany(url, 20, 50, 0);
   await waitFor(() => vault.records.length >= 200 && vault.inFlight > 0, { message: 'a recorded batch awaiting its answer' });
   first.child.kill('SIGKILL');
   await first.exited;
@@ -84,7 +74,7 @@ test('SIGKILL mid-batch and restart: nothing lost, nothing recorded twice, order
   const second = spawnSidecar(env);
   children.push(second);
   await untilDelivering(url);
-  ids.push(...(await postAll(url, 3, 50, 1000)));
+  ids.push(...(await postMany(url, 3, 50, 1000)));
   await waitFor(() => vault.records.length >= ids.length, { timeoutMs: 60_000, message: 'all events recorded after restart' });
 
   t.deepEqual(vault.recordedIds(), ids, 'every accepted event recorded once, in acceptance order');
@@ -111,7 +101,7 @@ test('SIGTERM: stops accepting, finishes the batch in flight, exits 0, logs no v
     await cleanupRedis(prefix);
   });
   await untilDelivering(url);
-  await postAll(url, 4, 100, 0);
+  await postMany(url, 4, 100, 0);
   await waitFor(() => vault.inFlight > 0, { message: 'a batch in flight' });
   sidecar.child.kill('SIGTERM');
   t.is(await sidecar.exited, 0);

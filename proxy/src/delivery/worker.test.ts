@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import type { SidecarHandle } from '../index.js';
 import { FakeVault } from '../testing/fake-vault.js';
 import {
-  cleanupRedis, getJson, makeEvent, metricValue, postEvents, queueLeftByCrashedWorker, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
+  cleanupRedis, getJson, makeEvent, metricValue, postEvents, postMany, queueLeftByCrashedWorker, sharedRedisUrl, startTestSidecar, uniquePrefix, waitFor,
 } from '../testing/helpers.js';
 
 /** Delivery guarantees of an embedded sidecar against the fake vault and the shared Redis. */
@@ -15,16 +15,6 @@ async function queueCounts(prefix: string) {
   } finally {
     await queue.close();
   }
-}
-
-async function postMany(url: string, requests: number, perRequest: number, offset = 0): Promise<string[]> {
-  const ids: string[] = [];
-  for (let r = 0; r < requests; r++) {
-    const answer = await postEvents(url, Array.from({ length: perRequest }, (_, i) => makeEvent(offset + r * perRequest + i)));
-    if (answer.status !== 202) throw new Error(`ingest answered ${answer.status}`);
-    ids.push(...answer.body.accepted.map((a) => a.eventId));
-  }
-  return ids;
 }
 
 test('vault down for a while: nothing lost, everything arrives in acceptance order once it is back', async (t) => {

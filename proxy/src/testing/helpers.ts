@@ -121,6 +121,17 @@ export async function postEvents(baseUrl: string, body: unknown): Promise<Ingest
   return { status: res.status, body: (await res.json()) as IngestAnswer['body'] };
 }
 
+/** `requests` ingest requests of `perRequest` events each, numbered from `offset`; the ids accepted, in order. */
+export async function postMany(baseUrl: string, requests: number, perRequest: number, offset = 0): Promise<string[]> {
+  const ids: string[] = [];
+  for (let r = 0; r < requests; r++) {
+    const answer = await postEvents(baseUrl, Array.from({ length: perRequest }, (_, i) => makeEvent(offset + r * perRequest + i)));
+    if (answer.status !== 202) throw new Error(`ingest answered ${answer.status}`);
+    ids.push(...answer.body.accepted.map((a) => a.eventId));
+  }
+  return ids;
+}
+
 /** A redis-server of the test's own, with AOF fsynced on every write, that can be killed and restarted. */
 export class OwnRedis {
   private child: ChildProcess | undefined;
