@@ -93,6 +93,26 @@ test('npm start builds dist/ and runs the compiled vault, not the TypeScript sou
   const page = await fetch(`http://127.0.0.1:${port}/console`);
   t.is(page.status, 200);
   t.regex(await page.text(), /<html/i);
+  // A read of many values is opened on the decryption thread, which runs compiled too.
+  const adminKey = /Admin API key \(shown once, store it safely\): (\S+)/.exec(out)?.[1];
+  t.truthy(adminKey, out);
+  const [privateKey, publicKey] = ['private', 'public'].map((k) => readFileSync(join(dataDir, `vault-${k}-key.pem`)).toString('base64'));
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', 'x-decryption-key': privateKey, 'x-encryption-key': publicKey },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  t.is((await call('POST', '/attributes', { key: 'NOTE', schema: 'string', repeatable: true })).status, 201);
+  const notes = Array.from({ length: 8 }, (_, i) => `note ${i}`);
+  const stored = await call('POST', '/entities/compiled-reader/attributes', { data: notes.map((value) => ({ attribute: 'NOTE', value })) });
+  t.is(stored.status, 200, JSON.stringify(stored.body));
+  const read = await call('GET', '/entities/compiled-reader/attributes');
+  t.is(read.status, 200);
+  t.deepEqual(read.body.data.map((p: { value: string }) => p.value).sort(), notes);
+  t.notRegex(out, /value-opening thread stopped/);
   process.kill(-npm.pid!, 'SIGTERM');
   await exited;
 });

@@ -3,6 +3,7 @@
  * and a bad value stops the process with a message naming the variable.
  */
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
 export interface LicenseConfig {
@@ -22,6 +23,8 @@ export interface VaultConfig {
   sqliteCacheMb: number;
   /** Unwrapped data keys kept in memory (each spares an RSA decryption on a later read). */
   dataKeyCacheSize: number;
+  /** Threads that open the values of reads of several points; 0 opens them on the event loop. */
+  decryptThreads: number;
   adminApiKey?: string;
   /** Base64 of a PEM public key, as in the X-Encryption-Key header. */
   encryptionPublicKey?: string;
@@ -119,6 +122,8 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     dbPoolSize: integer(env, 'VAULT_DB_POOL_SIZE', 10, 1, 1000),
     sqliteCacheMb: integer(env, 'VAULT_SQLITE_CACHE_MB', 32, 1, 65_536),
     dataKeyCacheSize: integer(env, 'VAULT_DATA_KEY_CACHE_SIZE', 10_000, 1, 10_000_000),
+    // On one core a thread would only take turns with the event loop.
+    decryptThreads: integer(env, 'VAULT_DECRYPT_THREADS', availableParallelism() > 1 ? 1 : 0, 0, 64),
     adminApiKey,
     encryptionPublicKey: env.VAULT_ENCRYPTION_PUBLIC_KEY || undefined,
     indexKey: env.VAULT_INDEX_KEY || undefined,

@@ -34,6 +34,7 @@ import type { ActivityLog } from './activity/log.js';
 import { PendingActivityLog } from './activity/appender.js';
 import { ActivitySealer } from './activity/sealer.js';
 import { DataKeys } from './crypto/datakeys.js';
+import { ValueOpener } from './crypto/opener.js';
 import { DefinitionCatalog } from './definitions/catalog.js';
 
 export interface VaultOptions {
@@ -63,6 +64,7 @@ export class Vault {
   readonly catalog: DefinitionCatalog;
   /** The encrypted data plane: stores, reads, deletes, purges (and the data-key cache). */
   readonly datapoints: DataPointService;
+  private readonly opener: ValueOpener;
   readonly search: SearchService;
   readonly entities: EntityService;
   /** Rule management and the cached rule set; `rules` is the engine the data paths call. */
@@ -87,6 +89,7 @@ export class Vault {
     this.dialect = handle.dialect;
     this.indexKey = indexKey;
     this.keyring = new Keyring(this.db);
+    this.opener = new ValueOpener({ threads: this.config.decryptThreads, logger: this.logger });
     this.applications = new ApplicationService(this.db);
     this.entityTypes = new EntityTypeService(this.db);
     this.catalog = new DefinitionCatalog(this.db);
@@ -122,6 +125,7 @@ export class Vault {
       dialect: this.dialect,
       keyring: this.keyring,
       dataKeys: new DataKeys(this.config.dataKeyCacheSize),
+      opener: this.opener,
       definitions: this.catalog,
       rules: () => this.rules,
       activity: () => this.activity,
@@ -186,6 +190,7 @@ export class Vault {
     await this.retention.stop();
     await this.sealer.stop();
     await this.alerts.webhooks.close();
+    await this.opener.close();
     await disconnect(this.handle);
   }
 }

@@ -8,6 +8,7 @@ import type { Caller } from '../access/caller.js';
 import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import type { DataKeys } from '../crypto/datakeys.js';
 import type { Keyring } from '../crypto/keys.js';
+import type { ValueOpener } from '../crypto/opener.js';
 import type { DialectName } from '../db/dialect.js';
 import type { WriteGroup } from '../db/write-group.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
@@ -25,6 +26,7 @@ export interface DataPlaneDeps {
   dialect: DialectName;
   keyring: Keyring;
   dataKeys: DataKeys;
+  opener: ValueOpener;
   definitions: DefinitionCatalog;
   rules: () => RulesEngine;
   activity: () => ActivityLog;

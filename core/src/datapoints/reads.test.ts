@@ -122,6 +122,32 @@ test.serial('a stored value altered in the database answers 500 and logs the poi
   t.false(v.logs.some((line) => line.includes(secret)));
 });
 
+test.serial('a subject read of many points, opened off the event loop, answers every value as stored or 500 when one is altered', async (t) => {
+  const attribute = uid('NOTE');
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string', repeatable: true } })).status, 201);
+  const subject = uid('subject');
+  const secrets = Array.from({ length: 12 }, (_, i) => `secret-${i}-${randomBytes(6).toString('hex')} "quoted" \u2028`);
+  const ids: string[] = [];
+  for (const secret of secrets) ids.push(await storeOne(subject, attribute, secret));
+  const read = () => v.request('GET', `/entities/${subject}/attributes`, { headers: { 'x-decryption-key': v.keys.privateKey } });
+  const before = await read();
+  t.is(before.status, 200);
+  t.deepEqual(
+    before.body.data.map((p: DataPoint) => [p.dataPointId, p.value]),
+    ids.map((id, i) => [id, secrets[i]]),
+  );
+
+  const [row] = await v.vault.db.selectFrom('datapoints').select('ciphertext').where('id', '=', ids[7]).execute();
+  const altered = Buffer.from(row.ciphertext!);
+  altered[20] ^= 1;
+  await v.vault.db.updateTable('datapoints').set({ ciphertext: altered }).where('id', '=', ids[7]).execute();
+  const after = await read();
+  t.is(after.status, 500);
+  t.is(after.body.message, 'Stored data failed its integrity check');
+  t.true(v.logs.some((line) => line.includes('a stored ciphertext failed authentication') && line.includes(ids[7])));
+  t.false(v.logs.some((line) => secrets.some((secret) => line.includes(secret.slice(0, 20)))));
+});
+
 test.serial('a read of several points is one record, listed as one entry per point in the order answered', async (t) => {
   const [name, email] = [uid('NAME'), uid('EMAIL')];
   t.is((await v.request('POST', '/attributes', { body: { key: name, schema: 'string' } })).status, 201);

@@ -7,8 +7,8 @@ import DataLoader from 'dataloader';
 import { sql, type Kysely } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import type { ActivityRecord } from '../activity/log.js';
-import { EnvelopeError, openValue } from '../crypto/envelope.js';
 import type { DecryptionCredential } from '../crypto/keys.js';
+import { OpenError, type SealedValue } from '../crypto/opener.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import { badRequest, forbidden, notFound, VaultError } from '../errors.js';
 import { compiledQuery } from '../db/compiled.js';
@@ -178,26 +178,28 @@ export class DataPointReader {
     if (rows.length === 0) return [];
     const keyIds = rows.filter((r) => r.ciphertext && r.subject_key_id).map((r) => r.subject_key_id!);
     const keys = await this.deps.dataKeys.forRead(this.deps.reader, keyIds, credential);
-    const labels = labelsOf(rows);
-    const out: DataPoint[] = [];
+    const sealed: SealedValue[] = [];
+    const answered: ReadRow[] = [];
     for (const row of rows) {
       if (!row.ciphertext || !row.subject_key_id) {
-        out.push(toDataPoint(row, labels));
+        answered.push(row);
         continue;
       }
-      const key = keys.get(row.subject_key_id);
-      if (!key) continue;
-      let value: unknown;
-      try {
-        const sealed = typeof row.ciphertext === 'string' ? Buffer.from(row.ciphertext, 'hex') : row.ciphertext;
-        value = openValue(key, sealed, row.id, row.attribute);
-      } catch (err) {
-        if (!(err instanceof EnvelopeError)) throw err;
-        this.deps.logger.error({ dataPointId: row.id }, 'a stored ciphertext failed authentication');
-        throw new VaultError(500, MESSAGES.integrity);
-      }
-      out.push(toDataPoint(row, labels, { value }));
+      const dataKey = keys.get(row.subject_key_id);
+      if (!dataKey) continue;
+      answered.push(row);
+      sealed.push({ dataKey, sealed: row.ciphertext, dataPointId: row.id, attribute: row.attribute });
     }
-    return out;
+    let values: unknown[];
+    try {
+      values = await this.deps.opener.open(sealed);
+    } catch (err) {
+      if (!(err instanceof OpenError)) throw err;
+      this.deps.logger.error({ dataPointId: sealed[err.index].dataPointId }, 'a stored ciphertext failed authentication');
+      throw new VaultError(500, MESSAGES.integrity);
+    }
+    const labels = labelsOf(answered);
+    let next = 0;
+    return answered.map((row) => (row.ciphertext && row.subject_key_id ? toDataPoint(row, labels, { value: values[next++] }) : toDataPoint(row, labels)));
   }
 }
