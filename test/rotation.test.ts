@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '../core/src/crypto/keys.js';
-import { callVault, runVaultCli, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
+import { callVault, runVaultCli, spawnVault } from '../core/src/testing/process.js';
 
 const cli = runVaultCli;
 const call = callVault;

@@ -3,7 +3,7 @@
  * object from sub-attribute key to schema (nested to any depth); a key written `[name]`
  * holds a list of values of its schema.
  */
-import { badRequest, tooLarge, unprocessable, VaultError } from '../errors.js';
+import { badRequest, tooLarge, VaultError } from '../errors.js';
 
 export const PRIMITIVES = ['string', 'int', 'float', 'boolean', 'date', 'file'] as const;
 export type Primitive = (typeof PRIMITIVES)[number];

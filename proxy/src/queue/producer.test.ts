@@ -1,14 +1,15 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { Queue } from 'bullmq';
 import { prepareBatch } from '../ingest/validate.js';
 import { cleanupRedis, freePort, sharedRedisUrl, uniquePrefix } from '../testing/helpers.js';
 import { connect } from './connection.js';
-import { EventProducer, QueueUnavailableError, type EventsJobData } from './producer.js';
+import { EventProducer, QueueUnavailableError, type EventsJobData, type ProducerOptions } from './producer.js';
 
-test('a request becomes one job holding its events in order', async (t) => {
-  const prefix = uniquePrefix('producer');
+/** A producer on the shared Redis under a prefix of its own, and a queue reading what it enqueued. */
+async function producerAndReader(t: ExecutionContext, name: string, options: Omit<ProducerOptions, 'queue' | 'prefix'>) {
+  const prefix = uniquePrefix(name);
   const redis = connect(sharedRedisUrl, 'producer');
-  const producer = new EventProducer(redis, { queue: 'q', prefix, enqueueTimeoutMs: 2000 });
+  const producer = new EventProducer(redis, { queue: 'q', prefix, ...options });
   const reader = new Queue<EventsJobData>('q', { connection: { url: sharedRedisUrl }, prefix });
   t.teardown(async () => {
     await reader.close();
@@ -17,6 +18,11 @@ test('a request becomes one job holding its events in order', async (t) => {
     await cleanupRedis(prefix);
   });
   t.true(await producer.waitUntilConnected(5000));
+  return { producer, reader };
+}
+
+test('a request becomes one job holding its events in order', async (t) => {
+  const { producer, reader } = await producerAndReader(t, 'producer', { enqueueTimeoutMs: 2000 });
   const { events } = prepareBatch(Array.from({ length: 5 }, (_, i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: `d${i}` })));
   await producer.enqueue(events.slice(0, 3));
   await producer.enqueue(events.slice(3));
@@ -28,17 +34,7 @@ test('a request becomes one job holding its events in order', async (t) => {
 });
 
 test('concurrent requests are group-committed into few jobs, in call order, capped in size', async (t) => {
-  const prefix = uniquePrefix('producer-group');
-  const redis = connect(sharedRedisUrl, 'producer');
-  const producer = new EventProducer(redis, { queue: 'q', prefix, enqueueTimeoutMs: 5000, maxJobEvents: 10 });
-  const reader = new Queue<EventsJobData>('q', { connection: { url: sharedRedisUrl }, prefix });
-  t.teardown(async () => {
-    await reader.close();
-    await producer.close();
-    redis.disconnect();
-    await cleanupRedis(prefix);
-  });
-  t.true(await producer.waitUntilConnected(5000));
+  const { producer, reader } = await producerAndReader(t, 'producer-group', { enqueueTimeoutMs: 5000, maxJobEvents: 10 });
   const requests = Array.from({ length: 30 }, (_, r) =>
     prepareBatch(Array.from({ length: r === 7 ? 25 : 3 }, (_, i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: `d${r}-${i}` }))).events,
   );
