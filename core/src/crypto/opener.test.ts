@@ -3,6 +3,8 @@
  * fail exactly as they would there, and never be lost to the thread stopping.
  */
 import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { Writable } from 'node:stream';
 import { createLogger } from '../logger.js';
 import { generateDataKey, sealValue } from './envelope.js';
@@ -108,4 +110,21 @@ test('closing answers the reads still waiting on a thread', async (t) => {
   await o.close();
   t.is((await read).length, 2000);
   t.deepEqual(await o.open(values.slice(0, 10)), Array.from({ length: 10 }, (_, i) => `value ${i}`));
+});
+
+test('run from source in another working directory, the thread still starts', (t) => {
+  // `npm run dev` and spawned test vaults run the sources through tsx; the thread must find
+  // tsx from here, not from wherever the process was started.
+  const script = `
+    import { ValueOpener } from ${JSON.stringify(new URL('./opener.ts', import.meta.url).href)};
+    import { generateDataKey, sealValue } from ${JSON.stringify(new URL('./envelope.ts', import.meta.url).href)};
+    const key = generateDataKey();
+    const values = [1, 2, 3, 4, 5].map((n) => ({ dataKey: key, sealed: sealValue(key, n, 'p' + n, 'A'), dataPointId: 'p' + n, attribute: 'A' }));
+    const warnings = [];
+    const opener = new ValueOpener({ threads: 1, logger: { warn: (...args) => warnings.push(args) } });
+    console.log(JSON.stringify({ values: await opener.open(values), warnings: warnings.length }));
+    await opener.close();
+  `;
+  const out = execFileSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--input-type=module', '-e', script], { cwd: tmpdir(), encoding: 'utf8' });
+  t.deepEqual(JSON.parse(out), { values: [1, 2, 3, 4, 5], warnings: 0 });
 });

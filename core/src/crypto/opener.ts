@@ -65,7 +65,9 @@ const RESTART_AFTER_MS = 10_000;
 function newWorker(): Worker {
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./open-worker.js', import.meta.url));
   const source = JSON.stringify(new URL('./open-worker.ts', import.meta.url).href);
-  return new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${source}); });`, { eval: true });
+  // Resolved here: the evaluated code would resolve it from the working directory.
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${source}); });`, { eval: true });
 }
 
 export class ValueOpener {
