@@ -43,8 +43,6 @@ export class OpenError extends EnvelopeError {
 export interface OpenerOptions {
   /** Threads that open values; 0 opens everything on the event loop. */
   threads: number;
-  /** Values a read must have for it to go to a thread. */
-  minValues?: number;
   logger: Logger;
 }
 
@@ -54,6 +52,9 @@ interface Waiting {
   resolve: (values: unknown[]) => void;
   reject: (err: Error) => void;
 }
+
+/** Values a read must have for it to go to a thread: below it the message costs more than they do. */
+const MIN_VALUES = 4;
 
 /** After a thread stops on its own, how long values are opened inline before another starts. */
 const RESTART_AFTER_MS = 10_000;
@@ -76,19 +77,16 @@ export class ValueOpener {
   private readonly waiting = new Map<number, Waiting>();
   /** Reads waiting on each thread. */
   private readonly inFlight = new Map<Worker, number>();
-  private readonly minValues: number;
   private nextId = 0;
   private turn = 0;
   private restartAt = 0;
   private closed = false;
 
-  constructor(private readonly options: OpenerOptions) {
-    this.minValues = options.minValues ?? 4;
-  }
+  constructor(private readonly options: OpenerOptions) {}
 
   /** The values, in order. Rejects with an `OpenError` naming the first that fails to authenticate. */
   async open(values: readonly SealedValue[]): Promise<unknown[]> {
-    const worker = values.length >= this.minValues ? this.pick() : undefined;
+    const worker = values.length >= MIN_VALUES ? this.pick() : undefined;
     if (!worker) return openInline(values);
     const request = toRequest(this.nextId++, values);
     return new Promise((resolve, reject) => {

@@ -179,15 +179,16 @@ export class DataPointReader {
     const keyIds = rows.filter((r) => r.ciphertext && r.subject_key_id).map((r) => r.subject_key_id!);
     const keys = await this.deps.dataKeys.forRead(this.deps.reader, keyIds, credential);
     const sealed: SealedValue[] = [];
-    const answered: ReadRow[] = [];
+    /** Each answered row, with the position of its value among `sealed` when it has one. */
+    const answered: Array<{ row: ReadRow; sealedAt?: number }> = [];
     for (const row of rows) {
       if (!row.ciphertext || !row.subject_key_id) {
-        answered.push(row);
+        answered.push({ row });
         continue;
       }
       const dataKey = keys.get(row.subject_key_id);
       if (!dataKey) continue;
-      answered.push(row);
+      answered.push({ row, sealedAt: sealed.length });
       sealed.push({ dataKey, sealed: row.ciphertext, dataPointId: row.id, attribute: row.attribute });
     }
     let values: unknown[];
@@ -198,8 +199,7 @@ export class DataPointReader {
       this.deps.logger.error({ dataPointId: sealed[err.index].dataPointId }, 'a stored ciphertext failed authentication');
       throw new VaultError(500, MESSAGES.integrity);
     }
-    const labels = labelsOf(answered);
-    let next = 0;
-    return answered.map((row) => (row.ciphertext && row.subject_key_id ? toDataPoint(row, labels, { value: values[next++] }) : toDataPoint(row, labels)));
+    const labels = labelsOf(answered.map((a) => a.row));
+    return answered.map(({ row, sealedAt }) => (sealedAt === undefined ? toDataPoint(row, labels) : toDataPoint(row, labels, { value: values[sealedAt] })));
   }
 }
