@@ -1,9 +1,12 @@
 /**
  * What a load run did to the machine and to the activity log: CPU busy time across all cores
- * (from /proc/stat), and the vaults' own activity-lock and seal-lag histograms (from
- * /metrics), as differences between the start and the end of the measured run.
+ * (from /proc/stat), how busy each vault's main thread was (from /proc/<pid>/task/<pid>/stat),
+ * and the vaults' own activity-lock and seal-lag histograms (from /metrics), as differences
+ * between the start and the end of the measured run.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { vaultPid } from './processes.js';
 
 interface CpuSample {
   busy: number;
@@ -20,6 +23,45 @@ function cpuSample(): CpuSample | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU time of the vaults' main threads (the event loop: on Linux the thread whose id is the
+ * process's), summed over processes, in clock ticks. A CPU profile cannot tell this: V8 counts
+ * the poll phase's native work (reading sockets) as "(idle)".
+ */
+interface ThreadSample {
+  user: number;
+  system: number;
+  processes: number;
+  at: number;
+}
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+function mainThreadSample(urls: string[]): ThreadSample {
+  const sample: ThreadSample = { user: 0, system: 0, processes: 0, at: performance.now() };
+  for (const url of urls) {
+    const pid = vaultPid(url);
+    if (pid === undefined) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+      // Fields after the command's closing parenthesis, from the third (state): utime is the 14th.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      sample.user += Number(fields[11]);
+      sample.system += Number(fields[12]);
+      sample.processes += 1;
+    } catch {
+      // Not Linux, or the process is gone: no figure.
+    }
+  }
+  return sample;
 }
 
 /** Histogram sums and counts by series, e.g. `vault_activity_lock_wait_seconds{stage="append"}`. */
@@ -78,14 +120,16 @@ export interface Observation {
 
 interface Snapshot {
   cpu?: CpuSample;
+  threads: ThreadSample;
   series: Series;
   work: Work;
 }
 
 async function snapshot(urls: string[]): Promise<Snapshot> {
   const cpu = cpuSample();
+  const threads = mainThreadSample(urls);
   const { series, work } = await metricsSample(urls);
-  return { cpu, series, work };
+  return { cpu, threads, series, work };
 }
 
 /**
@@ -94,6 +138,8 @@ async function snapshot(urls: string[]): Promise<Snapshot> {
  */
 export async function observe(urls: string[], { paused = false } = {}): Promise<Observation> {
   const cpu = { busy: 0, total: 0 };
+  /** Main-thread ticks, and the ticks the watched time held for every process watched. */
+  const threads = { user: 0, system: 0, available: 0 };
   const work: Work = { cpuSeconds: 0, requests: 0 };
   const series: Series = new Map();
   let from: Snapshot | undefined = paused ? undefined : await snapshot(urls);
@@ -103,6 +149,11 @@ export async function observe(urls: string[], { paused = false } = {}): Promise<
     if (from.cpu && to.cpu) {
       cpu.busy += to.cpu.busy - from.cpu.busy;
       cpu.total += to.cpu.total - from.cpu.total;
+    }
+    if (to.threads.processes > 0 && to.threads.processes === from.threads.processes) {
+      threads.user += to.threads.user - from.threads.user;
+      threads.system += to.threads.system - from.threads.system;
+      threads.available += ((to.threads.at - from.threads.at) / 1000) * CLOCK_TICKS * to.threads.processes;
     }
     work.cpuSeconds += to.work.cpuSeconds - from.work.cpuSeconds;
     work.requests += to.work.requests - from.work.requests;
@@ -126,6 +177,13 @@ export async function observe(urls: string[], { paused = false } = {}): Promise<
       const notes: string[] = [];
       if (cpu.total > 0) {
         notes.push(`CPU busy ${Math.round((100 * cpu.busy) / cpu.total)}% of all cores during the run (vaults, database and load generator together)`);
+      }
+      // Whether the event loop was the limit: near 100%, a faster answer needs less work on it.
+      if (threads.available > 0) {
+        const percent = (ticks: number) => Math.round((100 * ticks) / threads.available);
+        notes.push(
+          `vault main thread busy ${percent(threads.user + threads.system)}% of the run (user ${percent(threads.user)}%, system ${percent(threads.system)}%; per process, averaged)`,
+        );
       }
       // Less noisy than throughput on a shared machine: what each answer cost the vault itself.
       if (work.requests > 0 && work.cpuSeconds > 0) {

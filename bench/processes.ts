@@ -62,8 +62,16 @@ export async function startVault(env: Record<string, string> = {}): Promise<Vaul
     },
   });
   if (profileDir && vault.child.pid !== undefined) profiled.set(vault.url, { pid: vault.child.pid, taken: 0 });
+  if (vault.child.pid !== undefined) vaultPids.set(vault.url, vault.child.pid);
   track(vault.child);
   return vault;
+}
+
+/** Every vault started, by URL: `observe` watches its process's main thread. */
+const vaultPids = new Map<string, number>();
+
+export function vaultPid(url: string): number | undefined {
+  return vaultPids.get(url);
 }
 
 let profileDir: string | undefined;

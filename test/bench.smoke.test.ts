@@ -46,4 +46,11 @@ test('the quick benchmark runs every scenario and reports numbers', async (t) =>
     }
     t.true(output.includes(scenario), `${scenario} missing from the printed table`);
   }
+  // What tells whether the event loop was the limit, read from /proc on Linux (CI's machine).
+  if (process.platform === 'linux') {
+    const read = report.figures.find((f) => f.scenario === 'read-by-id');
+    const busy = read?.notes?.map((n) => /^vault main thread busy (\d+)% of the run/.exec(n)).find((m) => m !== null);
+    t.truthy(busy, `no main-thread figure among ${JSON.stringify(read?.notes)}`);
+    t.true(Number(busy![1]) > 0 && Number(busy![1]) <= 110, `main thread busy ${busy![1]}%`);
+  }
 });
