@@ -200,10 +200,19 @@ test('appending outside a transaction is refused', async (t) => {
 });
 
 test('text the databases would alter is stored as hashed', async (t) => {
-  const subject = unique('subject');
-  await appendVaulted(v, [{ subjectId: subject, applicationUser: 'nul\u0000 and lone \uD800 surrogate' }]);
-  const res = await v.request('GET', '/activity', { query: { subjectId: subject } });
-  t.is(res.body.data[0].applicationUser, 'nul\uFFFD and lone \uFFFD surrogate');
+  // Each on its own too: a NUL in otherwise well-formed text, a lone low surrogate, a pair kept whole.
+  const cases: [string, string][] = [
+    ['nul\u0000 and lone \uD800 surrogate', 'nul\uFFFD and lone \uFFFD surrogate'],
+    ['only a nul\u0000 here', 'only a nul\uFFFD here'],
+    ['a lone low \uDC00 surrogate', 'a lone low \uFFFD surrogate'],
+    ['a whole pair \uD83D\uDE42 stays', 'a whole pair \uD83D\uDE42 stays'],
+  ];
+  for (const [sent, stored] of cases) {
+    const subject = unique('subject');
+    await appendVaulted(v, [{ subjectId: subject, applicationUser: sent }]);
+    const res = await v.request('GET', '/activity', { query: { subjectId: subject } });
+    t.is(res.body.data[0].applicationUser, stored);
+  }
   t.true((await verifyActivityChain(v.vault.db)).valid);
 });
 
