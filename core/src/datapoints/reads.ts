@@ -71,10 +71,8 @@ const entityById = compiledQuery<[string], { id: string; type: string; prohibite
  */
 export function readRecords(applicationId: string, points: readonly DataPoint[], timestamp: string): ActivityRecord[] {
   const [first] = points;
-  if (points.length === 1) {
-    return [{ eventType: 'READ', subjectId: first.entityId, applicationId, reportOnly: first.reportOnly, timestamp, dataPointId: first.dataPointId, attribute: first.attribute }];
-  }
   const record = (p: DataPoint): ActivityRecord => ({ eventType: 'READ', subjectId: p.entityId, applicationId, reportOnly: p.reportOnly, timestamp });
+  if (points.length === 1) return [{ ...record(first), dataPointId: first.dataPointId, attribute: first.attribute }];
   if (points.every((p) => p.entityId === first.entityId && p.reportOnly === first.reportOnly)) {
     return [{ ...record(first), points: points.map((p) => ({ dataPointId: p.dataPointId, attribute: p.attribute })) }];
   }
