@@ -47,13 +47,21 @@ export class RequestLog extends LogController {
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     // Digesting the ids is most of a line's cost; skip it when the line would be dropped.
     if (!(reply.log as Logger).isLevelEnabled(error ? 'error' : 'info')) return;
-    const line = { ...describeRequest(request, this.digest), statusCode: reply.statusCode, responseTime: Math.round(reply.elapsedTime * 10) / 10 };
-    if (error) reply.log.error({ ...line, err: error }, 'request errored');
-    else reply.log.info(line, 'request completed');
+    // Fields are added to the line rather than spread into a new one: a literal that opens with
+    // a spread and adds fields takes V8's slow path (bench/spread.mjs), on every request.
+    const line = describeRequest(request, this.digest);
+    line.statusCode = reply.statusCode;
+    line.responseTime = Math.round(reply.elapsedTime * 10) / 10;
+    if (error) {
+      line.err = error;
+      reply.log.error(line, 'request errored');
+    } else reply.log.info(line, 'request completed');
   }
 
   override defaultErrorLog(error: Error, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { ...describeRequest(request, this.digest), statusCode: reply.statusCode, err: error };
+    const line = describeRequest(request, this.digest);
+    line.statusCode = reply.statusCode;
+    line.err = error;
     if (reply.statusCode >= 500) reply.log.error(line, 'request failed');
     else reply.log.info(line, 'request refused');
   }

@@ -52,10 +52,13 @@ export class VaultRulesEngine implements RulesEngine {
     const alerts: Alert[] = [];
     const changes = newChanges();
     const idle = new Map<string, number>();
-    const base: Omit<Subject, 'point'> = { points: ctx.points, entity: ctx.entity, location: ctx.location, eventType: ctx.eventType };
+    // Built once for every rule: `{ ...base, point }` per rule and point took V8's slow path
+    // for a literal that opens with a spread (bench/spread.mjs), a microsecond each.
+    const subjects = ctx.points.map((point): Subject & { point: CandidatePoint } => ({ points: ctx.points, entity: ctx.entity, location: ctx.location, eventType: ctx.eventType, point }));
 
     for (const rule of set.data) {
-      const hits = ctx.points.filter((point) => matches(rule.constraint, { ...base, point }));
+      const hits: CandidatePoint[] = [];
+      for (const subject of subjects) if (matches(rule.constraint, subject)) hits.push(subject.point);
       if (hits.length === 0) continue;
       const action = rule.action;
       switch (action.type) {
