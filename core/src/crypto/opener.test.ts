@@ -89,6 +89,20 @@ test('a value that does not authenticate fails the read with its position, howev
   await o.close();
 });
 
+test('reads that reach the thread together fail or succeed each on their own', async (t) => {
+  const { opener: o } = opener();
+  const values = sealed(VALUES);
+  const moved = values.map((v, i) => (i === 3 ? { ...v, dataPointId: 'another-point' } : v));
+  // Asked in one turn, so the thread takes them as one batch.
+  const [before, failed, after] = await Promise.allSettled([o.open(values), o.open(moved), o.open(values.slice(4))]);
+  t.deepEqual(before, { status: 'fulfilled', value: VALUES });
+  t.is(failed.status, 'rejected');
+  t.true((failed as PromiseRejectedResult).reason instanceof OpenError);
+  t.is(((failed as PromiseRejectedResult).reason as OpenError).index, 3);
+  t.deepEqual(after, { status: 'fulfilled', value: VALUES.slice(4) });
+  await o.close();
+});
+
 test('reads given to a thread that stops are opened on the event loop, and the stop is logged without a value', async (t) => {
   const { opener: o, logs } = opener();
   const values = sealed(VALUES);
