@@ -216,6 +216,24 @@ test('text the databases would alter is stored as hashed', async (t) => {
   t.true((await verifyActivityChain(v.vault.db)).valid);
 });
 
+test('text that means something in an array literal is sealed as sent', async (t) => {
+  // On PostgreSQL the sealer sends each column as one array: quotes, backslashes, braces,
+  // commas, the word NULL and empty text must come back as they went in, and null as null.
+  const texts = ['a "quoted" word', 'back\\slash and \\" both', '{braced, with a comma}', 'NULL', '', '  spaced  ', 'line\nbreak\ttab', 'é 漢字 🙂', "it's", undefined];
+  const subject = unique('subject');
+  await appendPending(
+    v,
+    texts.map((text, i) => ({ subjectId: subject, eventId: `array-${i}`, applicationUser: text, dataStoreName: text })),
+  );
+  await v.vault.sealer.sealAll();
+  const listed = (await v.request('GET', '/activity', { query: { subjectId: subject } })).body.data;
+  t.deepEqual(
+    listed.map((r: any) => [r.eventId, r.sealed, r.applicationUser, r.dataStoreName]),
+    texts.map((text, i) => [`array-${i}`, true, text, text]),
+  );
+  t.true((await verifyActivityChain(v.vault.db)).valid);
+});
+
 test('hostile queries never cause a 5xx', async (t) => {
   await fuzzRoutes(t, v, [
     { method: 'GET', url: '/activity?subjectId={id}' },
