@@ -216,9 +216,9 @@ test('text the databases would alter is stored as hashed', async (t) => {
   t.true((await verifyActivityChain(v.vault.db)).valid);
 });
 
-test('text that means something in an array literal is sealed as sent', async (t) => {
-  // On PostgreSQL the sealer sends each column as one array: quotes, backslashes, braces,
-  // commas, the word NULL and empty text must come back as they went in, and null as null.
+test('text with quoting and list characters is sealed as sent', async (t) => {
+  // Quotes, backslashes, braces, commas, the word NULL and empty text come back from the
+  // sealed log as they went in, and null as null, whatever form the sealer's INSERT takes.
   const texts = ['a "quoted" word', 'back\\slash and \\" both', '{braced, with a comma}', 'NULL', '', '  spaced  ', 'line\nbreak\ttab', 'é 漢字 🙂', "it's", undefined];
   const subject = unique('subject');
   await appendPending(
