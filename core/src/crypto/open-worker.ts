@@ -1,12 +1,11 @@
 /**
  * The thread a `ValueOpener` sends reads of many values to. It opens each value with the same
- * `open` and `pointAad` as the vault's own thread, and answers each read of a batch with the
- * plaintexts joined into one JSON array, or with the position of the first value that failed to
- * authenticate; one read's failure is its own.
+ * `open` and `pointAad` as the vault's own thread, and answers with the plaintexts joined into
+ * one JSON array, or with the position of the first value that failed to authenticate.
  */
 import { parentPort } from 'node:worker_threads';
 import { DATA_KEY_BYTES, open, pointAad } from './envelope.js';
-import type { OpenBatch, OpenReplies, OpenReply, OpenRequest } from './opener.js';
+import type { OpenReply, OpenRequest } from './opener.js';
 
 function openAll(request: OpenRequest): OpenReply {
   const keys = Buffer.from(request.keys.buffer, request.keys.byteOffset, request.keys.byteLength);
@@ -24,4 +23,4 @@ function openAll(request: OpenRequest): OpenReply {
   return { id: request.id, json: `[${texts.join(',')}]` };
 }
 
-parentPort!.on('message', (batch: OpenBatch) => parentPort!.postMessage(batch.map(openAll) satisfies OpenReplies));
+parentPort!.on('message', (request: OpenRequest) => parentPort!.postMessage(openAll(request)));

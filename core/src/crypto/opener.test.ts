@@ -89,11 +89,11 @@ test('a value that does not authenticate fails the read with its position, howev
   await o.close();
 });
 
-test('reads that reach the thread together fail or succeed each on their own', async (t) => {
+test('reads on the thread at the same time fail or succeed each on their own', async (t) => {
   const { opener: o } = opener();
   const values = sealed(VALUES);
   const moved = values.map((v, i) => (i === 3 ? { ...v, dataPointId: 'another-point' } : v));
-  // Asked in one turn, so the thread takes them as one batch.
+  // Asked together: all three are with the thread at once.
   const [before, failed, after] = await Promise.allSettled([o.open(values), o.open(moved), o.open(values.slice(4))]);
   t.deepEqual(before, { status: 'fulfilled', value: VALUES });
   t.is(failed.status, 'rejected');

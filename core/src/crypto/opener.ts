@@ -33,15 +33,6 @@ export interface OpenRequest {
 
 export type OpenReply = { id: number; json: string } | { id: number; failed: number };
 
-/**
- * What goes to a thread once per turn of the event loop: every read that turn gave it. A
- * message per read cost a subject read a tenth of its event loop (`postMessage` and the wake-up
- * of the thread each time, on a machine whose other core was busy too); the answers come back
- * the same way, one message per batch.
- */
-export type OpenBatch = OpenRequest[];
-export type OpenReplies = OpenReply[];
-
 /** Thrown for the value at `index`, which does not authenticate under its key. */
 export class OpenError extends EnvelopeError {
   constructor(readonly index: number) {
@@ -86,9 +77,6 @@ export class ValueOpener {
   private readonly waiting = new Map<number, Waiting>();
   /** Reads waiting on each thread. */
   private readonly inFlight = new Map<Worker, number>();
-  /** Requests given to each thread this turn, posted together when the turn ends. */
-  private readonly outbox = new Map<Worker, OpenBatch>();
-  private posting?: NodeJS.Immediate;
   private nextId = 0;
   private turn = 0;
   private restartAt = 0;
@@ -104,22 +92,8 @@ export class ValueOpener {
     return new Promise((resolve, reject) => {
       this.waiting.set(request.id, { worker, values, resolve, reject });
       this.busy(worker, 1);
-      this.post(worker, request);
+      worker.postMessage(request, [request.keys.buffer as ArrayBuffer]);
     });
-  }
-
-  private post(worker: Worker, request: OpenRequest): void {
-    const batch = this.outbox.get(worker);
-    if (batch) batch.push(request);
-    else this.outbox.set(worker, [request]);
-    // After this turn's I/O: every read that arrived with this one joins its message.
-    this.posting ??= setImmediate(() => this.postBatches());
-  }
-
-  private postBatches(): void {
-    this.posting = undefined;
-    for (const [worker, batch] of this.outbox) worker.postMessage(batch, batch.map((r) => r.keys.buffer as ArrayBuffer));
-    this.outbox.clear();
   }
 
   /** Reads still with a thread are opened here as it stops, so none fails for the closing. */
@@ -139,16 +113,12 @@ export class ValueOpener {
     const worker = newWorker();
     this.inFlight.set(worker, 0);
     worker.unref();
-    worker.on('message', (replies: OpenReplies) => {
-      for (const reply of replies) this.answer(reply);
-    });
+    worker.on('message', (reply: OpenReply) => this.answer(reply));
     const stopped = (err?: Error) => {
       const at = this.workers.indexOf(worker);
       if (at === -1) return;
       this.workers.splice(at, 1);
       this.inFlight.delete(worker);
-      // Not yet posted: opened below with the rest of the thread's reads.
-      this.outbox.delete(worker);
       if (!this.closed) {
         this.restartAt = Date.now() + RESTART_AFTER_MS;
         this.options.logger.warn({ err }, 'a value-opening thread stopped; reads are opened on the event loop until another starts');
