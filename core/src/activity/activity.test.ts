@@ -223,13 +223,13 @@ test('text with quoting and list characters is sealed as sent', async (t) => {
   const subject = unique('subject');
   await appendPending(
     v,
-    texts.map((text, i) => ({ subjectId: subject, eventId: `array-${i}`, applicationUser: text, dataStoreName: text })),
+    texts.map((text, i) => ({ subjectId: subject, eventId: `quoted-${i}`, applicationUser: text, dataStoreName: text })),
   );
   await v.vault.sealer.sealAll();
   const listed = (await v.request('GET', '/activity', { query: { subjectId: subject } })).body.data;
   t.deepEqual(
     listed.map((r: any) => [r.eventId, r.sealed, r.applicationUser, r.dataStoreName]),
-    texts.map((text, i) => [`array-${i}`, true, text, text]),
+    texts.map((text, i) => [`quoted-${i}`, true, text, text]),
   );
   t.true((await verifyActivityChain(v.vault.db)).valid);
 });
