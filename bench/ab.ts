@@ -7,8 +7,8 @@
  *
  * Each side is a vault on its own SQLite file with the same data (200 subjects of 20 points),
  * driven through Fastify's inject (no sockets), 64 requests in flight: reads by id, subject
- * reads, and bulk audits of 1000 new points (`AB_ONLY=bulk` runs only the scenarios whose
- * names start so; `AB_PAIRS` sets the pairs, 25 by default). Batches of the two
+ * reads, stores of one value, and bulk audits of 1000 new points (`AB_ONLY=bulk` runs only
+ * the scenarios whose names start so; `AB_PAIRS` sets the pairs, 25 by default). Batches of the two
  * sides follow each other, so both meet the same machine; the figure is the median over pairs
  * of B's cost per request divided by A's: the process's CPU (every thread), and the main
  * thread's busy time, which bounds throughput once work moves to other threads. Throughput and
@@ -31,6 +31,8 @@ interface Side {
 }
 
 const FIELDS = Array.from({ length: 20 }, (_, i) => `AB_F${i}`);
+/** A repeatable, indexed attribute for the store scenario. */
+const NOTE = 'AB_NOTE';
 const SUBJECTS = 200;
 const PAIRS = Number(process.env.AB_PAIRS ?? 25);
 
@@ -56,13 +58,14 @@ async function start(root: string, keys: { publicKey: string; privateKey: string
     return res.json();
   };
   for (const key of FIELDS) await call('POST', '/attributes', admin, { key, schema: 'string' });
-  const appKey = (await call('POST', '/applications', admin, { name: 'ab', attributes: FIELDS, admin: false })).data.apiKey as string;
+  await call('POST', '/attributes', admin, { key: NOTE, schema: 'string', repeatable: true, indexed: true });
+  const appKey = (await call('POST', '/applications', admin, { name: 'ab', attributes: [...FIELDS, NOTE], admin: false })).data.apiKey as string;
   const ids: string[] = [];
   for (let s = 0; s < SUBJECTS; s++) {
     const stored = await call('POST', `/entities/ab-${s}/attributes`, appKey, { data: FIELDS.map((attribute, j) => ({ attribute, value: `value ${s} ${j}`.padEnd(40, '.') })) }, { 'x-encryption-key': keys.publicKey });
     ids.push(...stored.data.map((p: { dataPointId: string }) => p.dataPointId));
   }
-  const headers = { authorization: `Bearer ${appKey}`, 'x-decryption-key': keys.privateKey };
+  const headers = { authorization: `Bearer ${appKey}`, 'x-decryption-key': keys.privateKey, 'x-encryption-key': keys.publicKey };
   return {
     name: root,
     ids,
@@ -93,7 +96,7 @@ async function batch(side: Side, n: number, path: (side: Side, i: number) => Req
   const worker = async () => {
     while (next < n) {
       const status = await side.inject(path(side, next++));
-      if (status !== 200) throw new Error(`${side.name} answered ${status}`);
+      if (status !== 200 && status !== 201) throw new Error(`${side.name} answered ${status}`);
     }
   };
   const before = process.cpuUsage();
@@ -125,6 +128,7 @@ async function main(): Promise<void> {
   const scenarios: [string, number, (side: Side, i: number) => Request][] = [
     ['read by id', 2000, (side, i) => `/data/${side.ids[(i * 7919) % side.ids.length]}`],
     ['subject read of 20 points', 300, (_, i) => `/entities/ab-${(i * 31) % SUBJECTS}/attributes`],
+    ['store of one value', 500, (_, i) => ({ url: `/entities/ab-${(i * 31) % SUBJECTS}/attributes`, body: JSON.stringify({ data: [{ attribute: NOTE, value: `note ${i}`.padEnd(100, '.') }] }) })],
     ['bulk audit of 1000 events', 8, (_, i) => ({ url: '/auditlogs/bulk', body: bodies[i % bodies.length] })],
   ];
   try {

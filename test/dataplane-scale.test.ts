@@ -13,6 +13,8 @@ import type { Caller } from '../core/src/access/caller.js';
 import { blindIndex } from '../core/src/blindindex/blindindex.js';
 import type { DatapointsTable } from '../core/src/db/schema.js';
 import { newPointId } from '../core/src/datapoints/ids.js';
+import { subjectReads } from '../core/src/datapoints/reads.js';
+import { idList } from '../core/src/db/dialect.js';
 import type { SearchRequest } from '../core/src/search/service.js';
 import { startTestVault, type TestVault } from '../core/src/testing/harness.js';
 import { define } from './dataplane-helpers.js';
@@ -120,6 +122,30 @@ test('every query shape finds its rows through an index', async (t) => {
       // Generous (a busy two-core machine): a sort of the whole table takes several seconds.
       if (POINTS > 100_000) t.true(ms < 2000, `${name} took ${ms.toFixed(0)} ms`);
     }
+  }
+});
+
+/**
+ * A subject read walks the subject's vaulted points in the order it answers them. Audit events
+ * add report-only points to a subject, and a read that had to look past each of them grew
+ * slower with every event a sidecar reported.
+ */
+test('a subject read walks only its vaulted points, already in order', async (t) => {
+  if (v.vault.dialect !== 'sqlite') return t.pass('SQLite plans only');
+  const db = v.vault.db;
+  const entity = `scale-${mid}`;
+  const shapes = {
+    'every root value': subjectReads.roots(db, entity),
+    'one attribute': subjectReads.attribute(db, entity, 'SC_A'),
+    'listed attributes': subjectReads.attributes(db, entity, idList(db, ['SC_A', 'SC_B'])),
+    'the roots of some definitions': subjectReads.rootsOfDefinitions(db, entity, idList(db, ['SC_A', 'SC_B'])),
+  };
+  for (const [name, query] of Object.entries(shapes)) {
+    const compiled = query.compile();
+    const plan = (await sql.raw<{ detail: string }>(`explain query plan ${inline(compiled.sql, compiled.parameters)}`).execute(db)).rows.map((r) => r.detail);
+    t.log(`${name}: ${plan.join(' | ')}`);
+    t.true(plan.some((line) => line.startsWith('SEARCH datapoints USING INDEX datapoints_vaulted_by_entity (entity_id=?)')), `${name}: ${plan.join(' | ')}`);
+    t.false(plan.some((line) => line.includes('TEMP B-TREE')), `${name}: ${plan.join(' | ')}`);
   }
 });
 

@@ -78,6 +78,23 @@ export async function runDataPath(ctx: BenchContext): Promise<void> {
         target: ratioTarget(0.3),
         observe: true,
       });
+      // Sidecars report activity on the same subjects: each audited STORE leaves a report-only
+      // point beside the subject's vaulted ones, which its reads must not have to look past.
+      const audited = 400;
+      ctx.log(`data path: auditing ${audited} stores for each of the ${subjects} subjects`);
+      const auditApi = new Api(vault.url, { authorization: `Bearer ${app.apiKey}` });
+      const events = (s: number) =>
+        Array.from({ length: audited }, (_, i) => ({ eventType: 'STORE', subjectId: `bench-subject-${s}`, applicationId: app.id, data: { attribute: NOTE, value: textValue(i) } }));
+      await inParallel(subjects, 4, async (s) => void (await auditApi.ok('POST', '/auditlogs/bulk', events(s))));
+      const audit = await new Api(vault.url, vh).ok('GET', '/entities/bench-subject-0/attributes');
+      check(audit.data.length === 20, `a subject with ${audited} audited stores reads back ${audit.data.length} points; expected 20`);
+      await compare(ctx, {
+        scenario: 'read-subject',
+        name: `GET /entities/{id}/attributes, 20 points beside ${audited} audited`,
+        vault: { name: 'vault', url: vault.url, pool: jsonRequests('GET', vh, paths) },
+        baseline: { name: 'baseline', url: baseline.url, pool: jsonRequests('GET', {}, paths) },
+        notes: [`each subject also holds ${audited} report-only points from POST /auditlogs/bulk; the baseline has no such rows`],
+      });
     }
     const storePool = (attribute: string, value: (i: number) => unknown, headers: Record<string, string>) =>
       jsonRequests(

@@ -51,14 +51,18 @@ const pointsById = compiledQuery<[unknown], PointRow>(1, (db, ids) => pointRows(
  */
 const entityPoints = (db: Kysely<Database>, entityId: string) =>
   readRows(db).where('entity_id', '=', entityId).where('report_only', '=', 0).orderBy('created_date').orderBy('id');
-const pointsOfAttribute = compiledQuery<[string, string], ReadRow>(2, (db, entityId, attribute) => entityPoints(db, entityId).where('attribute', '=', attribute));
-const pointsOfAttributes = compiledQuery<[string, unknown], ReadRow>(2, (db, entityId, attributes) =>
-  entityPoints(db, entityId).where(inIdList(db, 'datapoints.attribute', attributes)),
-);
-const rootsOf = compiledQuery<[string], ReadRow>(1, (db, entityId) => entityPoints(db, entityId).where('structure_root_id', 'is', null));
-const rootsOfDefinitions = compiledQuery<[string, unknown], ReadRow>(2, (db, entityId, keys) =>
-  entityPoints(db, entityId).where('structure_root_id', 'is', null).where(inIdList(db, 'datapoints.definition_key', keys)),
-);
+/** The shapes of a subject's read, by what it asks for; the query-plan test checks each. */
+export const subjectReads = {
+  attribute: (db: Kysely<Database>, entityId: string, attribute: string) => entityPoints(db, entityId).where('attribute', '=', attribute),
+  attributes: (db: Kysely<Database>, entityId: string, attributes: unknown) => entityPoints(db, entityId).where(inIdList(db, 'datapoints.attribute', attributes)),
+  roots: (db: Kysely<Database>, entityId: string) => entityPoints(db, entityId).where('structure_root_id', 'is', null),
+  rootsOfDefinitions: (db: Kysely<Database>, entityId: string, keys: unknown) =>
+    entityPoints(db, entityId).where('structure_root_id', 'is', null).where(inIdList(db, 'datapoints.definition_key', keys)),
+};
+const pointsOfAttribute = compiledQuery<[string, string], ReadRow>(2, subjectReads.attribute);
+const pointsOfAttributes = compiledQuery<[string, unknown], ReadRow>(2, subjectReads.attributes);
+const rootsOf = compiledQuery<[string], ReadRow>(1, subjectReads.roots);
+const rootsOfDefinitions = compiledQuery<[string, unknown], ReadRow>(2, subjectReads.rootsOfDefinitions);
 const entityById = compiledQuery<[string], { id: string; type: string; prohibited: unknown }>(1, (db, id) =>
   db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities.id', 'READ', 'prohibited')).where('id', '=', id),
 );

@@ -7,6 +7,7 @@ import * as keyRotation from './0005_key_rotation.js';
 import * as activitySealing from './0006_activity_sealing.js';
 import * as activityLean from './0007_activity_lean.js';
 import * as activityReadSets from './0008_activity_read_sets.js';
+import * as vaultedPointsBySubject from './0009_vaulted_points_by_subject.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_activity_sealing': activitySealing,
   '0007_activity_lean': activityLean,
   '0008_activity_read_sets': activityReadSets,
+  '0009_vaulted_points_by_subject': vaultedPointsBySubject,
 };
