@@ -128,10 +128,10 @@ test('every query shape finds its rows through an index', async (t) => {
 /**
  * A subject read walks the subject's vaulted points in the order it answers them. Audit events
  * add report-only points to a subject, and a read that had to look past each of them grew
- * slower with every event a sidecar reported.
+ * slower with every event a sidecar reported. SQLite plans from the schema alone; PostgreSQL
+ * from its statistics (see migration 0009), so only SQLite's plan is fixed enough to check.
  */
-test('a subject read walks only its vaulted points, already in order', async (t) => {
-  if (v.vault.dialect !== 'sqlite') return t.pass('SQLite plans only');
+(process.env.VAULT_TEST_DB === 'postgres' ? test.skip : test)('a subject read walks only its vaulted points, already in order', async (t) => {
   const db = v.vault.db;
   const entity = `scale-${mid}`;
   const shapes = {
