@@ -8,7 +8,7 @@
  * dialect; it is how the figures in the README were measured.
  */
 import test from 'ava';
-import { sql } from 'kysely';
+import { sql, type Compilable } from 'kysely';
 import type { Caller } from '../core/src/access/caller.js';
 import { blindIndex } from '../core/src/blindindex/blindindex.js';
 import type { DatapointsTable } from '../core/src/db/schema.js';
@@ -112,8 +112,7 @@ test('every query shape finds its rows through an index', async (t) => {
     t.log(`${name}: ${points.length} results in ${ms.toFixed(1)} ms (${POINTS} points, ${v.vault.dialect})`);
     t.true(points.length > 0, name);
     if (v.vault.dialect === 'sqlite') {
-      const compiled = (await v.vault.search.compile(admin, request))!.compile();
-      const plan = (await sql.raw<{ detail: string }>(`explain query plan ${inline(compiled.sql, compiled.parameters)}`).execute(v.vault.db)).rows.map((r) => r.detail);
+      const plan = await sqlitePlan((await v.vault.search.compile(admin, request))!);
       const fullScan = plan.some((line) => /^SCAN datapoints$/.test(line) || /^SCAN datapoints USING (?!INDEX datapoints_by_created)/.test(line));
       if (process.env.VAULT_SCALE_PLANS) t.log(`  ${plan.join(' | ')}`);
       t.false(fullScan, `${name}: ${plan.join(' | ')}`);
@@ -141,13 +140,18 @@ test('every query shape finds its rows through an index', async (t) => {
     'the roots of some definitions': subjectReads.rootsOfDefinitions(db, entity, idList(db, ['SC_A', 'SC_B'])),
   };
   for (const [name, query] of Object.entries(shapes)) {
-    const compiled = query.compile();
-    const plan = (await sql.raw<{ detail: string }>(`explain query plan ${inline(compiled.sql, compiled.parameters)}`).execute(db)).rows.map((r) => r.detail);
+    const plan = await sqlitePlan(query);
     t.log(`${name}: ${plan.join(' | ')}`);
     t.true(plan.some((line) => line.startsWith('SEARCH datapoints USING INDEX datapoints_vaulted_by_entity (entity_id=?)')), `${name}: ${plan.join(' | ')}`);
     t.false(plan.some((line) => line.includes('TEMP B-TREE')), `${name}: ${plan.join(' | ')}`);
   }
 });
+
+/** SQLite's plan for a query, one line per step. */
+async function sqlitePlan(query: Compilable<unknown>): Promise<string[]> {
+  const compiled = query.compile();
+  return (await sql.raw<{ detail: string }>(`explain query plan ${inline(compiled.sql, compiled.parameters)}`).execute(v.vault.db)).rows.map((r) => r.detail);
+}
 
 /** EXPLAIN cannot take bound parameters through Kysely's raw path: inline them (test-only, our own values). */
 function inline(text: string, parameters: readonly unknown[]): string {

@@ -86,8 +86,8 @@ export async function runDataPath(ctx: BenchContext): Promise<void> {
       const events = (s: number) =>
         Array.from({ length: audited }, (_, i) => ({ eventType: 'STORE', subjectId: `bench-subject-${s}`, applicationId: app.id, data: { attribute: NOTE, value: textValue(i) } }));
       await inParallel(subjects, 4, async (s) => void (await auditApi.ok('POST', '/auditlogs/bulk', events(s))));
-      const audit = await new Api(vault.url, vh).ok('GET', '/entities/bench-subject-0/attributes');
-      check(audit.data.length === 20, `a subject with ${audited} audited stores reads back ${audit.data.length} points; expected 20`);
+      const readBack = await new Api(vault.url, vh).ok('GET', '/entities/bench-subject-0/attributes');
+      check(readBack.data.length === 20, `a subject with ${audited} audited stores reads back ${readBack.data.length} points; expected 20`);
       await compare(ctx, {
         scenario: 'read-subject',
         name: `GET /entities/{id}/attributes, 20 points beside ${audited} audited`,
