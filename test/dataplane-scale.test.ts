@@ -8,7 +8,7 @@
  * dialect; it is how the figures in the README were measured.
  */
 import test from 'ava';
-import { sql, type Compilable } from 'kysely';
+import { CompiledQuery, sql, type Compilable } from 'kysely';
 import type { Caller } from '../core/src/access/caller.js';
 import { blindIndex } from '../core/src/blindindex/blindindex.js';
 import type { DatapointsTable } from '../core/src/db/schema.js';
@@ -129,6 +129,9 @@ test('every query shape finds its rows through an index', async (t) => {
  * add report-only points to a subject, and a read that had to look past each of them grew
  * slower with every event a sidecar reported. SQLite plans from the schema alone; PostgreSQL
  * from its statistics (see migration 0009), so only SQLite's plan is fixed enough to check.
+ * It is checked as prepared, before any value is bound: a plan that needs a bound value to
+ * meet the index's condition (`report_only = ?` rather than `= 0`) makes SQLite prepare the
+ * statement again every time the value is bound, at every read.
  */
 (process.env.VAULT_TEST_DB === 'postgres' ? test.skip : test)('a subject read walks only its vaulted points, already in order', async (t) => {
   const db = v.vault.db;
@@ -140,24 +143,20 @@ test('every query shape finds its rows through an index', async (t) => {
     'the roots of some definitions': subjectReads.rootsOfDefinitions(db, entity, idList(db, ['SC_A', 'SC_B'])),
   };
   for (const [name, query] of Object.entries(shapes)) {
-    const plan = await sqlitePlan(query);
+    const plan = await sqlitePlan(query, { unknownValues: true });
     t.log(`${name}: ${plan.join(' | ')}`);
     t.true(plan.some((line) => line.startsWith('SEARCH datapoints USING INDEX datapoints_vaulted_by_entity (entity_id=?)')), `${name}: ${plan.join(' | ')}`);
     t.false(plan.some((line) => line.includes('TEMP B-TREE')), `${name}: ${plan.join(' | ')}`);
   }
 });
 
-/** SQLite's plan for a query, one line per step. */
-async function sqlitePlan(query: Compilable<unknown>): Promise<string[]> {
+/**
+ * SQLite's plan for a query, one line per step, with its values bound as the vault binds them;
+ * or, with `unknownValues`, the plan the statement is prepared with before any value is known.
+ */
+async function sqlitePlan(query: Compilable<unknown>, { unknownValues = false } = {}): Promise<string[]> {
   const compiled = query.compile();
-  return (await sql.raw<{ detail: string }>(`explain query plan ${inline(compiled.sql, compiled.parameters)}`).execute(v.vault.db)).rows.map((r) => r.detail);
-}
-
-/** EXPLAIN cannot take bound parameters through Kysely's raw path: inline them (test-only, our own values). */
-function inline(text: string, parameters: readonly unknown[]): string {
-  let i = 0;
-  return text.replace(/\?/g, () => {
-    const p = parameters[i++];
-    return typeof p === 'number' ? String(p) : `'${String(p).replace(/'/g, "''")}'`;
-  });
+  const parameters = unknownValues ? compiled.parameters.map(() => null) : [...compiled.parameters];
+  const explained = await v.vault.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, parameters));
+  return explained.rows.map((r) => r.detail);
 }

@@ -16,7 +16,7 @@ import type { Database } from '../db/schema.js';
 import { dialectOf, idList, inIdList } from '../db/dialect.js';
 import { prohibitedColumn, refuseIfProhibited } from '../rules/prohibitions.js';
 import { nowIso } from '../util/time.js';
-import { labelColumns, labelsOf, READ_COLUMNS, toDataPoint, type DataPoint, type LabelledRow, type PointView } from './model.js';
+import { labelColumns, labelsOf, READ_COLUMNS, toDataPoint, VAULTED, type DataPoint, type LabelledRow, type PointView } from './model.js';
 import { MESSAGES, type DataPlaneDeps, type PathForm } from './plane.js';
 
 export interface ReadInput {
@@ -50,7 +50,7 @@ const pointsById = compiledQuery<[unknown], PointRow>(1, (db, ids) => pointRows(
  * (`idList`), so each shape has one text.
  */
 const entityPoints = (db: Kysely<Database>, entityId: string) =>
-  readRows(db).where('entity_id', '=', entityId).where('report_only', '=', 0).orderBy('created_date').orderBy('id');
+  readRows(db).where('entity_id', '=', entityId).where('report_only', '=', VAULTED).orderBy('created_date').orderBy('id');
 /** The shapes of a subject's read, by what it asks for; the query-plan test checks each. */
 export const subjectReads = {
   attribute: (db: Kysely<Database>, entityId: string, attribute: string) => entityPoints(db, entityId).where('attribute', '=', attribute),

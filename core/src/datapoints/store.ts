@@ -22,7 +22,7 @@ import { PROHIBITED_MESSAGE } from '../rules/prohibitions.js';
 import { nowIso } from '../util/time.js';
 import { newPointId } from './ids.js';
 import { findStoreContext } from './store-context.js';
-import { isSensitivity, SENSITIVITY_MESSAGE, toDataPoint, type DataPoint } from './model.js';
+import { isSensitivity, SENSITIVITY_MESSAGE, toDataPoint, VAULTED, type DataPoint } from './model.js';
 import { deleteStructures, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type PathForm } from './plane.js';
 
 export interface AttributeInput {
@@ -227,7 +227,7 @@ async function existingRoots(trx: Kysely<Database>, entityId: string, keys: stri
     .where('entity_id', '=', entityId)
     .where('attribute', 'in', keys)
     .where('structure_root_id', 'is', null)
-    .where('report_only', '=', 0)
+    .where('report_only', '=', VAULTED)
     .orderBy('created_date')
     .orderBy('id')
     .execute();
