@@ -101,7 +101,7 @@ async function batch(side: Side, n: number, path: (side: Side, i: number) => Req
   };
   const before = process.cpuUsage();
   const loop = performance.eventLoopUtilization();
-  await Promise.all(Array.from({ length: 64 }, worker));
+  await Promise.all(Array.from({ length: Number(process.env.AB_IN_FLIGHT ?? 64) }, worker));
   const used = process.cpuUsage(before);
   return { cpu: (used.user + used.system) / n, main: (performance.eventLoopUtilization(loop).active * 1000) / n };
 }

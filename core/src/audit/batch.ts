@@ -13,7 +13,7 @@ import { findDefinitions, type Definition } from '../definitions/repository.js';
 import { conflict, forbidden, VaultError } from '../errors.js';
 import type { RuleEffects, RulesEngine } from '../rules/engine.js';
 import { nowIso } from '../util/time.js';
-import { BLOCKED, canRegister, parseEvent, VALUE_STATUSES, type ActivitySummary, type AuditEventInput, type AuditMode, type ParsedEvent } from './events.js';
+import { batchClock, BLOCKED, canRegister, parseEvent, VALUE_STATUSES, type ActivitySummary, type AuditEventInput, type AuditMode, type ParsedEvent } from './events.js';
 import { EventPlanner, type BatchEntity, type PlannedEvent } from './plan.js';
 import { BatchPoints } from './points.js';
 
@@ -31,7 +31,7 @@ function withIndex(err: unknown, index: number | undefined): unknown {
 
 export class AuditBatch {
   readonly effects: RuleEffects[] = [];
-  private readonly now = Date.now();
+  private readonly clock = batchClock();
   private readonly answered = new Map<string, unknown>();
   private readonly definitions = new Map<string, Definition>();
   private readonly entities = new Map<string, BatchEntity>();
@@ -56,7 +56,7 @@ export class AuditBatch {
     // Field errors are kept, not thrown, so that the first failing event is the one reported.
     const parsed: Array<ParsedEvent | VaultError> = this.events.map((event) => {
       try {
-        return parseEvent(event ?? {}, this.now);
+        return parseEvent(event ?? {}, this.clock);
       } catch (err) {
         if (err instanceof VaultError) return err;
         throw err;

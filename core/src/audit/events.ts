@@ -83,8 +83,19 @@ export function optionalText(value: string | null | undefined): string | undefin
   return value === null || value === undefined || value === '' ? undefined : value;
 }
 
-function parseTimestamp(input: string | number | null | undefined, now: number): string {
-  if (input === null || input === undefined || input === '') return new Date(now).toISOString();
+/** When the batch began: the time of an event that names none, and the bound on those that do. */
+export interface BatchClock {
+  now: number;
+  /** `now` as ISO 8601, made once per batch rather than once per event. */
+  nowIso: string;
+}
+
+export function batchClock(now = Date.now()): BatchClock {
+  return { now, nowIso: new Date(now).toISOString() };
+}
+
+function parseTimestamp(input: string | number | null | undefined, { now, nowIso }: BatchClock): string {
+  if (input === null || input === undefined || input === '') return nowIso;
   let iso: string | undefined;
   if (typeof input === 'number') {
     // Epoch milliseconds, as JSON serialisers of date objects often send them.
@@ -106,7 +117,14 @@ export function checkSensitivity(given: string | undefined): string {
   return sensitivity;
 }
 
-export function parseEvent(input: AuditEventInput, now: number): ParsedEvent {
+/** Distinct, non-empty names; most events carry none, and then nothing is allocated. */
+function names(given: string[] | null | undefined): string[] {
+  if (!given || given.length === 0) return NO_NAMES;
+  return [...new Set(given)].filter((n) => n !== '');
+}
+const NO_NAMES: string[] = Object.freeze([]) as unknown as string[];
+
+export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEvent {
   const rawType = input.eventType;
   if (rawType === undefined || rawType === null || rawType === '') throw badRequest('Event type is required');
   if (typeof rawType !== 'string' || !(EVENT_TYPES as readonly string[]).includes(rawType)) throw badRequest('Unrecognized event type');
@@ -114,7 +132,7 @@ export function parseEvent(input: AuditEventInput, now: number): ParsedEvent {
   const data = input.data ?? undefined;
   const dataPointId = optionalText(input.dataPointId) ?? (eventType === 'STORE' ? optionalText(data?.dataPointId) : undefined);
   if (eventType !== 'STORE' && dataPointId === undefined) throw badRequest('Data point ID is required for events other than creation');
-  const timestamp = parseTimestamp(input.timestamp, now);
+  const timestamp = parseTimestamp(input.timestamp, clock);
   const applicationId = optionalText(input.applicationId);
   if (applicationId === undefined) throw badRequest('Application ID is required');
   const subjectId = optionalText(input.subjectId);
@@ -125,13 +143,15 @@ export function parseEvent(input: AuditEventInput, now: number): ParsedEvent {
     if (attribute === undefined) throw badRequest('Attribute is required for creation');
     checkSensitivity(sensitivity);
   }
-  const location: Location = {};
-  const country = optionalText(input.location?.country);
-  const subdivision = optionalText(input.location?.subdivision);
-  const city = optionalText(input.location?.city);
-  if (country !== undefined) location.country = country.toUpperCase();
-  if (subdivision !== undefined) location.subdivision = subdivision.toUpperCase();
-  if (city !== undefined) location.city = city;
+  let location: Location | undefined;
+  if (input.location) {
+    const country = optionalText(input.location.country);
+    const subdivision = optionalText(input.location.subdivision);
+    const city = optionalText(input.location.city);
+    if (country !== undefined) (location ??= {}).country = country.toUpperCase();
+    if (subdivision !== undefined) (location ??= {}).subdivision = subdivision.toUpperCase();
+    if (city !== undefined) (location ??= {}).city = city;
+  }
   return {
     eventType,
     eventId: optionalText(input.eventId),
@@ -139,8 +159,8 @@ export function parseEvent(input: AuditEventInput, now: number): ParsedEvent {
     subjectId,
     attribute,
     value: data?.value === null ? undefined : data?.value,
-    tags: [...new Set(data?.tags ?? [])].filter((t) => t !== ''),
-    regulations: [...new Set(data?.regulations ?? [])].filter((r) => r !== ''),
+    tags: names(data?.tags),
+    regulations: names(data?.regulations),
     sensitivity,
     timestamp,
     applicationId,
@@ -148,7 +168,7 @@ export function parseEvent(input: AuditEventInput, now: number): ParsedEvent {
     dataStoreName: optionalText(input.dataStoreName),
     dataStoreServer: optionalText(input.dataStoreServer),
     dataStoreEntityName: optionalText(input.dataStoreEntityName),
-    location: Object.keys(location).length > 0 ? location : undefined,
+    location,
   };
 }
 
