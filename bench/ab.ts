@@ -6,11 +6,10 @@
  *   npm run build && node --import tsx bench/ab.ts /tmp/before .
  *
  * Each side is a vault on its own SQLite file with the same data (200 subjects of 20 points),
- * driven through Fastify's inject (no sockets), 64 requests in flight: reads by id, subject
- * reads, stores of one value, and bulk audits of 1000 new points (`AB_ONLY=bulk` runs only
- * the scenarios whose names start so; `AB_PAIRS` sets the pairs, 25 by default; `AB_IN_FLIGHT`
- * the requests in flight, 64 by default). Batches of
- * the two sides follow each other, so both meet the same machine; the figure is the median over pairs
+ * driven through Fastify's inject (no sockets), 64 requests in flight (`AB_IN_FLIGHT`): reads
+ * by id, subject reads, stores of one value, and bulk audits of 1000 new points (`AB_ONLY=bulk`
+ * runs only the scenarios whose names start so; `AB_PAIRS` sets the pairs, 25 by default).
+ * Batches of the two sides follow each other, so both meet the same machine; the figure is the median over pairs
  * of B's cost per request divided by A's: the process's CPU (every thread), and the main
  * thread's busy time, which bounds throughput once work moves to other threads. Throughput and
  * latency stay `npm run bench`'s job.
@@ -91,7 +90,7 @@ interface Cost {
   main: number;
 }
 
-/** µs per request over `n` requests, `AB_IN_FLIGHT` (64) in flight. */
+/** µs per request over `n` requests, `AB_IN_FLIGHT` (64) of them in flight. */
 async function batch(side: Side, n: number, path: (side: Side, i: number) => Request): Promise<Cost> {
   let next = 0;
   const worker = async () => {

@@ -152,7 +152,8 @@ test('every query shape finds its rows through an index', async (t) => {
 
 /**
  * SQLite's plan for a query, one line per step, with its values bound as the vault binds them;
- * or, with `unknownValues`, the plan the statement is prepared with before any value is known.
+ * or, with `unknownValues`, with every value NULL, which meets no partial index's condition:
+ * the plan SQLite prepares the statement with before any value is bound.
  */
 async function sqlitePlan(query: Compilable<unknown>, { unknownValues = false } = {}): Promise<string[]> {
   const compiled = query.compile();

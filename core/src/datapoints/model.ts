@@ -55,18 +55,19 @@ export const POINT_COLUMNS = [
 ] as const;
 
 /**
+ * `report_only` of a vaulted point, for a query that wants only those: a literal in the SQL,
+ * not a bound parameter. SQLite can meet a partial index's condition (`datapoints_vaulted_by_entity`
+ * holds `report_only = 0`) with a parameter only by its value, so it prepares such a statement
+ * without the index and then prepares it again each time the value is bound: a subject read
+ * did so at every call (BENCHMARKS.md, item 22).
+ */
+export const VAULTED = sql.lit<Flag>(0);
+
+/**
  * What answering a read needs of a row, and no more: every column a row brings back costs a
  * property on a fresh object, and a subject read builds twenty of them (a third of its
  * select's time went to the columns below that reads never look at).
  */
-/**
- * `report_only` of a vaulted point, for a query that wants only those. A literal in the SQL
- * rather than a bound parameter: SQLite uses a partial index (`datapoints_vaulted_by_entity`,
- * `where report_only = 0`) only when the statement's own text implies its condition, and a
- * statement prepared with `report_only = ?` sorted every point of the subject instead.
- */
-export const VAULTED = sql.lit<Flag>(0);
-
 export const READ_COLUMNS = ['id', 'entity_id', 'attribute', 'structure_root_id', 'report_only', 'sensitivity', 'subject_key_id', 'created_date', 'modified_date'] as const;
 
 /** The columns a point is answered from. */
