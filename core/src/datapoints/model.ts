@@ -59,7 +59,8 @@ export const POINT_COLUMNS = [
  * not a bound parameter. SQLite can meet a partial index's condition (`datapoints_vaulted_by_entity`
  * holds `report_only = 0`) with a parameter only by its value, so it prepares such a statement
  * without the index and then prepares it again each time the value is bound: a subject read
- * did so at every call (BENCHMARKS.md, item 22).
+ * did so at every call (BENCHMARKS.md, item 22). PostgreSQL's generic plan of a prepared
+ * statement cannot use the index for a parameter either.
  */
 export const VAULTED = sql.lit<Flag>(0);
 
