@@ -9,10 +9,10 @@
  * driven through Fastify's inject (no sockets), 64 requests in flight (`AB_IN_FLIGHT`): reads
  * by id, subject reads, stores of one value, and bulk audits of 1000 new points (`AB_ONLY=bulk`
  * runs only the scenarios whose names start so; `AB_PAIRS` sets the pairs, 25 by default).
- * Batches of the two sides follow each other, so both meet the same machine; the figure is the median over pairs
- * of B's cost per request divided by A's: the process's CPU (every thread), and the main
- * thread's busy time, which bounds throughput once work moves to other threads. Throughput and
- * latency stay `npm run bench`'s job.
+ * Batches of the two sides follow each other, so both meet the same machine; the figure is
+ * the median over pairs of B's cost per request divided by A's: the process's CPU (every
+ * thread), and the main thread's busy time, which bounds throughput once work moves to other
+ * threads. Throughput and latency stay `npm run bench`'s job.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -117,12 +117,13 @@ export function checkSensitivity(given: string | undefined): string {
   return sensitivity;
 }
 
+const NO_NAMES: string[] = Object.freeze([]) as unknown as string[];
+
 /** Distinct, non-empty names; most events carry none, and then nothing is allocated. */
 function names(given: string[] | null | undefined): string[] {
   if (!given || given.length === 0) return NO_NAMES;
   return [...new Set(given)].filter((n) => n !== '');
 }
-const NO_NAMES: string[] = Object.freeze([]) as unknown as string[];
 
 export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEvent {
   const rawType = input.eventType;

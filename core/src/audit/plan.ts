@@ -65,13 +65,6 @@ interface Registration {
   leaves: Leaf[];
 }
 
-/** A new set of every name given, without the array a spread of them all would build first. */
-function union(...lists: Iterable<string>[]): Set<string> {
-  const out = new Set<string>();
-  for (const list of lists) for (const name of list) out.add(name);
-  return out;
-}
-
 export class EventPlanner {
   constructor(private readonly ctx: PlanContext) {}
 
@@ -102,8 +95,8 @@ export class EventPlanner {
       subjectId,
       attribute,
       sensitivity,
-      tags: union(definition.tags, entity.tags, e.tags),
-      regulations: union(definition.regulations, e.regulations),
+      tags: new Set([...definition.tags, ...entity.tags, ...e.tags]),
+      regulations: new Set([...definition.regulations, ...e.regulations]),
       leaves,
     };
   }
