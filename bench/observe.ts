@@ -1,8 +1,9 @@
 /**
  * What a load run did to the machine and to the activity log: CPU busy time across all cores
  * (from /proc/stat), how busy each vault's main thread was (from /proc/<pid>/task/<pid>/stat),
- * and the vaults' own activity-lock and seal-lag histograms (from /metrics), as differences
- * between the start and the end of the measured run.
+ * what the vaults wrote to storage (from /proc/<pid>/io), and the vaults' own activity-lock
+ * and seal-lag histograms (from /metrics), as differences between the start and the end of
+ * the measured run.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -35,6 +36,21 @@ interface ThreadSample {
   system: number;
   processes: number;
   at: number;
+  /**
+   * Bytes the vaults' processes (every thread: the checkpointer copies the log's pages into
+   * the database file) sent towards storage; sockets are not counted. Undefined where the
+   * kernel does not tell.
+   */
+  storageBytes?: number;
+}
+
+function storageBytes(pid: number): number | undefined {
+  try {
+    const bytes = /^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return bytes ? Number(bytes[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const CLOCK_TICKS = (() => {
@@ -46,7 +62,7 @@ const CLOCK_TICKS = (() => {
 })();
 
 function mainThreadSample(urls: string[]): ThreadSample {
-  const sample: ThreadSample = { user: 0, system: 0, processes: 0, at: performance.now() };
+  const sample: ThreadSample = { user: 0, system: 0, processes: 0, at: performance.now(), storageBytes: 0 };
   for (const url of urls) {
     const pid = vaultPid(url);
     if (pid === undefined) continue;
@@ -57,6 +73,9 @@ function mainThreadSample(urls: string[]): ThreadSample {
       sample.user += Number(fields[11]);
       sample.system += Number(fields[12]);
       sample.processes += 1;
+      const written = storageBytes(pid);
+      // One process the kernel does not tell about leaves the sum unknown.
+      if (sample.storageBytes !== undefined) sample.storageBytes = written === undefined ? undefined : sample.storageBytes + written;
     } catch {
       // Not Linux, or the process is gone: no figure.
     }
@@ -140,6 +159,8 @@ export async function observe(urls: string[], { paused = false } = {}): Promise<
   const cpu = { busy: 0, total: 0 };
   /** Main-thread ticks, and the ticks the watched time held for every process watched. */
   const threads = { user: 0, system: 0, available: 0 };
+  /** Undefined once any interval could not be measured. */
+  let storage: number | undefined = 0;
   const work: Work = { cpuSeconds: 0, requests: 0 };
   const series: Series = new Map();
   let from: Snapshot | undefined = paused ? undefined : await snapshot(urls);
@@ -154,6 +175,10 @@ export async function observe(urls: string[], { paused = false } = {}): Promise<
       threads.user += to.threads.user - from.threads.user;
       threads.system += to.threads.system - from.threads.system;
       threads.available += ((to.threads.at - from.threads.at) / 1000) * CLOCK_TICKS * to.threads.processes;
+      const [start, end] = [from.threads.storageBytes, to.threads.storageBytes];
+      storage = storage === undefined || start === undefined || end === undefined ? undefined : storage + end - start;
+    } else {
+      storage = undefined;
     }
     work.cpuSeconds += to.work.cpuSeconds - from.work.cpuSeconds;
     work.requests += to.work.requests - from.work.requests;
@@ -188,6 +213,11 @@ export async function observe(urls: string[], { paused = false } = {}): Promise<
       // Less noisy than throughput on a shared machine: what each answer cost the vault itself.
       if (work.requests > 0 && work.cpuSeconds > 0) {
         notes.push(`vault CPU per request: ${((work.cpuSeconds / work.requests) * 1e6).toFixed(0)} µs (${work.requests} requests)`);
+      }
+      // What a request costs a disk on SQLite: each page in the write-ahead log, then again in
+      // the database file (BENCHMARKS.md item 24). A vault on PostgreSQL writes nothing itself.
+      if (work.requests > 0 && storage !== undefined && storage > 0) {
+        notes.push(`vault storage writes per request: ${(storage / work.requests / 1024).toFixed(1)} KiB (the write-ahead log and its checkpoints)`);
       }
       for (const [key, { sum, count, buckets }] of series) {
         if (count <= 0) continue;
