@@ -69,8 +69,8 @@ export interface ParsedEvent extends EventOrigin {
   attribute?: string;
   /** Undefined when the event carries none. */
   value?: unknown;
-  tags: string[];
-  regulations: string[];
+  tags: readonly string[];
+  regulations: readonly string[];
   /**
    * As sent; checked only when the event registers a point (a STORE, or the first event
    * about a point the vault has not seen), since nothing else uses it.
@@ -117,10 +117,10 @@ export function checkSensitivity(given: string | undefined): string {
   return sensitivity;
 }
 
-const NO_NAMES: string[] = Object.freeze([]) as unknown as string[];
+const NO_NAMES: readonly string[] = Object.freeze([]);
 
 /** Distinct, non-empty names; most events carry none, and then nothing is allocated. */
-function names(given: string[] | null | undefined): string[] {
+function names(given: string[] | null | undefined): readonly string[] {
   if (!given || given.length === 0) return NO_NAMES;
   return [...new Set(given)].filter((n) => n !== '');
 }
