@@ -27,7 +27,9 @@ export function installAuthentication(app: FastifyInstance, vault: Vault): void 
   app.decorateRequest('caller', null as unknown as Caller);
   app.addHook('onRequest', async (request, reply) => {
     // Unknown routes fall through to the 404 handler rather than revealing auth state.
-    if (request.routeOptions.url === undefined || request.routeOptions.config.public) return;
+    // Fastify builds routeOptions anew at every read of it.
+    const route = request.routeOptions;
+    if (route.url === undefined || route.config.public) return;
     const wait = failures.retryAfter(request.ip);
     if (wait > 0) {
       reply.header('retry-after', String(wait));

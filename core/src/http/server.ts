@@ -29,6 +29,7 @@ import { installProtection } from './protection.js';
 import { installDraining } from './shutdown.js';
 import { errorBody } from './errors.js';
 import { idDigester, RequestLog } from './request-log.js';
+import { requestLoggerFactory } from './request-logger.js';
 import { documentCommonAnswers } from './openapi.js';
 import { opsRoutes } from '../ops/routes.js';
 import { statsRoutes } from '../stats/routes.js';
@@ -57,6 +58,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     ajv: { customOptions: { strict: false } },
     // Fastify's request lines would carry the raw URL, and with it the ids in the path.
     logController: new RequestLog(idDigester(vault.indexKey)),
+    childLoggerFactory: requestLoggerFactory,
     // Refusals before routing (a path that is not percent-encoded UTF-8, a parameter past the
     // router's limit): Fastify's own answers would echo the path back.
     frameworkErrors: (err, _request, reply) => {
@@ -81,10 +83,11 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   installAuthentication(app, vault);
   installDraining(app);
   await installProtection(app, vault.config);
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
     vault.metrics.requests.inc(labels);
     vault.metrics.latency.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 
   app.addHook('onRoute', documentCommonAnswers);
