@@ -41,7 +41,8 @@ export function installJsonParser(app: FastifyInstance): void {
     }
     done(null, body);
   });
-  app.addHook('onRequest', async (request) => {
-    if (request.url.includes('%00') || request.url.includes('\u0000')) throw badRequest(NUL_MESSAGE);
+  // A callback, not an async hook: it runs on every request.
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.url.includes('%00') || request.url.includes('\u0000') ? badRequest(NUL_MESSAGE) : undefined);
   });
 }
