@@ -75,6 +75,7 @@ test('NUL characters are refused in bodies and paths, before any database sees t
   t.is(body.body.message, 'Strings may not contain NUL characters');
   const path = await v.request('GET', '/entitytypes/a%00b');
   t.is(path.status, 400);
+  t.is(path.body.message, 'Strings may not contain NUL characters');
   t.is((await v.request('GET', '/entitytypes/nul_type')).status, 404);
 });
 
