@@ -3,7 +3,7 @@
  * open transaction (WAL mode). Both keep their statements prepared.
  */
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
+import { CompiledQuery, Kysely, SqliteAdapter, SqliteDialect, type DialectAdapter, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseHandle } from './connect.js';
@@ -42,7 +42,7 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError }: Sqli
   // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
   configure(sqlite, cacheMb / 2);
   const writes = new WriteCounter();
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: preparingOnce(sqlite, writes) }) });
+  const db = new Kysely<Database>({ dialect: new WriterDialect({ database: preparingOnce(sqlite, writes) }) });
   if (path === ':memory:') return { db, reader: db, dialect: 'sqlite', sqlite };
   const readerSqlite = new SqliteDatabase(path);
   readerSqlite.pragma('query_only = ON');
@@ -187,6 +187,47 @@ function readingByTurns(inner: SqliteDialectDatabase, sqlite: SqliteDatabase.Dat
       return inner.prepare(text);
     },
   };
+}
+
+/**
+ * The writer's transactions take the file's write lock as they begin. A deferred BEGIN reads
+ * first and asks for the lock at its first write; if another process (a second vault on the
+ * same file, or the command line) committed in between, SQLite cannot wait for the lock, since
+ * the transaction's snapshot is already stale, and fails it at once with "database is
+ * locked". Taken at BEGIN, the lock is waited for (`busy_timeout`) before anything is read.
+ * In one process it changes nothing: the writer is one connection, running one transaction at
+ * a time.
+ *
+ * Migrations run in one such transaction too. Kysely's SQLite adapter runs them without one
+ * (and takes no migration lock, counting on a single connection), so two vaults starting
+ * together on a new file both created the first tables and one of them failed to start.
+ * SQLite's DDL is transactional: the second now waits, then finds every migration applied,
+ * and a migration that fails leaves nothing of itself behind.
+ */
+class WriterDialect extends SqliteDialect {
+  constructor(private readonly writerConfig: { database: SqliteDialectDatabase }) {
+    super(writerConfig);
+  }
+
+  override createDriver(): Driver {
+    return new WriterDriver(this.writerConfig);
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new WriterAdapter();
+  }
+}
+
+class WriterAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class WriterDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
 }
 
 /**
