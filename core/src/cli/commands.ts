@@ -2,7 +2,9 @@
  * The operator's command line. Every verb works on the vault configured by the same
  * environment as the server (VAULT_DATA_DIR, VAULT_DB, ...), directly on its database.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type SqliteDatabase from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config.js';
@@ -293,12 +295,36 @@ export const commands: Record<string, Command> = {
 
 export async function backupDatabase(vault: Vault, target: string): Promise<void> {
   if (vault.handle.sqlite) {
-    // better-sqlite3's backup copies page by page while the vault keeps serving.
-    await vault.handle.sqlite.backup(target);
+    backupSqlite(vault.handle.sqlite, target);
     return;
   }
   const { execFileSync } = await import('node:child_process');
   execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${target}`, vault.config.db], { stdio: 'inherit' });
+}
+
+/**
+ * One consistent snapshot, copied in a single read transaction (`VACUUM INTO`) while the vault
+ * goes on writing beside it. SQLite's page-by-page backup, used before, starts over whenever
+ * another process writes, and a serving vault writes on every read: under load it never
+ * finished (a 100 MB file, 45 s, against reads from 8 connections). Only live content is
+ * copied, so pages freed by deletions (a purge's destroyed data keys among them) stay behind.
+ * The copy is written beside the target and takes its name once synced, so a failed backup
+ * never leaves a partial file under that name.
+ */
+function backupSqlite(sqlite: SqliteDatabase.Database, target: string): void {
+  const partial = `${target}.partial-${randomBytes(6).toString('hex')}`;
+  try {
+    sqlite.prepare('vacuum into ?').run(partial);
+    const fd = openSync(partial, 'r+');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(partial, target);
+  } finally {
+    rmSync(partial, { force: true });
+  }
 }
 
 export async function restoreDatabase(dbUrl: string, source: string): Promise<void> {
