@@ -52,6 +52,13 @@ test('SQLite: online backup while serving, then restore after the database is lo
   ]);
   t.regex(output, /Backed up to/);
   t.true(existsSync(backup));
+
+  // A restore under the running vault would delete its log and replace the file beneath it.
+  const refused = t.throws(() => cli(['restore', '--from', backup], vault.env)) as Error & { status?: number; stderr?: string };
+  t.is(refused.status, 1);
+  t.is(String(refused.stderr).trim(), `${join(dir, 'data', 'vault.db')} is open in another process (a running vault?): stop it before restoring`);
+  const late = await call(vault, 'GET', '/datasubjects/late/attributes/EMAIL', undefined, { 'x-decryption-key': vault.keys.privateKey });
+  t.is(late.body.data[0].value, 'late@example.org', 'the running vault kept its data');
   await vault.stop('SIGTERM');
 
   rmSync(join(dir, 'data', 'vault.db'));

@@ -2,7 +2,7 @@
  * The operator's command line. Every verb works on the vault configured by the same
  * environment as the server (VAULT_DATA_DIR, VAULT_DB, ...), directly on its database.
  */
-import type SqliteDatabase from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -266,6 +266,11 @@ export const commands: Record<string, Command> = {
         return 2;
       }
       const config = loadConfig(io.env);
+      const path = config.db.startsWith('sqlite:') ? config.db.slice('sqlite:'.length) : undefined;
+      if (path && openElsewhere(path)) {
+        io.err(`${path} is open in another process (a running vault?): stop it before restoring`);
+        return 1;
+      }
       await restoreDatabase(config.db, resolve(String(values.from)));
       io.out(`Restored ${values.from}`);
       return 0;
@@ -311,7 +316,7 @@ export async function backupDatabase(vault: Vault, target: string): Promise<void
  * The copy is written beside the target and takes its name once synced, so a failed backup
  * never leaves a partial file under that name.
  */
-function backupSqlite(sqlite: SqliteDatabase.Database, target: string): void {
+function backupSqlite(sqlite: Database.Database, target: string): void {
   const partial = `${target}.partial-${randomBytes(6).toString('hex')}`;
   try {
     sqlite.prepare('vacuum into ?').run(partial);
@@ -324,6 +329,27 @@ function backupSqlite(sqlite: SqliteDatabase.Database, target: string): void {
     renameSync(partial, target);
   } finally {
     rmSync(partial, { force: true });
+  }
+}
+
+/**
+ * Whether another connection has the SQLite file open. Restoring under a running vault would
+ * delete its write-ahead log, commits not yet copied into the file with it, and replace the
+ * file beneath it. An exclusive lock is refused while any other connection holds the file.
+ */
+function openElsewhere(path: string): boolean {
+  if (!existsSync(path)) return false;
+  const probe = new Database(path, { timeout: 0 });
+  try {
+    probe.pragma('locking_mode = exclusive');
+    probe.exec('begin exclusive');
+    probe.exec('rollback');
+    return false;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') return true;
+    throw err;
+  } finally {
+    probe.close();
   }
 }
 
