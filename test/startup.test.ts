@@ -1,5 +1,6 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,23 @@ test('invalid configuration stops the start with a message naming the setting', 
   const vault = start({ VAULT_PORT: 'eighty' });
   t.is(await vault.exited, 2);
   t.regex(vault.output(), /Invalid configuration: VAULT_PORT must be an integer from 0 to 65535, got "eighty"/);
+});
+
+test('a database that cannot be reached, or a port already taken, stops the start with one line saying so', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-unreachable-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const closed = await freePort();
+  const unreachable = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(await freePort()), VAULT_DB: `postgres://vault@127.0.0.1:${closed}/vault` });
+  t.is(await unreachable.exited, 1);
+  t.is(unreachable.output().trim(), `The vault could not start: the database could not be migrated: connect ECONNREFUSED 127.0.0.1:${closed}`);
+
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => void taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const clash = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_ADMIN_API_KEY: 'admin_startup_test_key_0123456789' });
+  t.is(await clash.exited, 1);
+  t.regex(clash.output(), new RegExp(`The vault could not start: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}\n$`));
 });
 
 test('npm start builds dist/ and runs the compiled vault, not the TypeScript sources', async (t) => {

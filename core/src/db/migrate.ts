@@ -13,7 +13,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
-    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error)?.message ?? 'unknown error'}`);
+    const reason = (error as Error)?.message ?? 'unknown error';
+    // Without a failed migration, none ran: the database could not be reached or read.
+    throw new Error(failed ? `migration ${failed.migrationName} failed: ${reason}` : `the database could not be migrated: ${reason}`);
   }
 }
 
