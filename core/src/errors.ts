@@ -25,6 +25,10 @@ export const conflict = (message: string) => new VaultError(409, message);
 export const tooLarge = (message: string) => new VaultError(413, message);
 export const unprocessable = (message: string) => new VaultError(422, message);
 
+/** 503: the database could not take a write for now; nothing of the request was kept. */
+export const BUSY_MESSAGE = 'The vault is busy with conflicting requests, retry the request';
+export const STORAGE_FULL_MESSAGE = "The vault's storage is full, retry the request later";
+
 export function isVaultError(err: unknown): err is VaultError {
   return err instanceof VaultError;
 }

@@ -9,7 +9,7 @@ import type { Caller } from '../access/caller.js';
 import type { ActivityLog } from '../activity/log.js';
 import { isUniqueViolation } from '../db/dialect.js';
 import type { WriteGroup } from '../db/write-group.js';
-import { VaultError } from '../errors.js';
+import { BUSY_MESSAGE, VaultError } from '../errors.js';
 import { runAfterCommit, type RuleEffects, type RulesEngine } from '../rules/engine.js';
 import { AuditBatch } from './batch.js';
 import type { ActivitySummary, AuditEventInput, AuditMode } from './events.js';
@@ -57,7 +57,7 @@ export class AuditService {
         if (!isRetryable(err)) throw err;
         if (attempt >= MAX_ATTEMPTS) {
           logger.warn({ code: (err as { code?: string }).code }, 'audit request kept conflicting with concurrent writes');
-          throw new VaultError(503, 'The vault is busy with conflicting requests, retry the request');
+          throw new VaultError(503, BUSY_MESSAGE);
         }
       }
     }

@@ -70,6 +70,10 @@ export class CommitQueue<I, R, E extends Kysely<Database> = Transaction<Database
         else taken[i].reject(outcome.error);
       });
     } catch (err) {
+      // The transaction failed before the round took its items: BEGIN itself (SQLite's write
+      // lock held by another process past the busy timeout). Those waiting fail with it, none
+      // of their work having run; retrying at once would wait on the lock forever.
+      if (taken.length === 0) taken = this.queue.splice(0, this.limit);
       for (const q of taken) q.reject(err);
     } finally {
       if (this.queue.length > 0) setImmediate(() => void this.flush());

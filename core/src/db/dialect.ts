@@ -54,6 +54,19 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /**
+ * A database that could not take a write: its disk is full (SQLite's SQLITE_FULL,
+ * PostgreSQL's disk_full), or SQLite's write lock stayed with another process past the busy
+ * timeout. The error may be the cause of the one thrown (a transaction SQLite rolled back).
+ */
+export function storageFailure(err: unknown): 'full' | 'busy' | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
+    if (e.code === 'SQLITE_FULL' || e.code === '53100') return 'full';
+    if (typeof e.code === 'string' && e.code.startsWith('SQLITE_BUSY')) return 'busy';
+  }
+  return undefined;
+}
+
+/**
  * Serialises the transactions that take the same key until each ends. PostgreSQL needs an
  * advisory lock for that; SQLite transactions already run one at a time.
  */

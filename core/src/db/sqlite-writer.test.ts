@@ -88,3 +88,32 @@ test('vaults migrating a new file at the same time all start, and each migration
   const applied = db.prepare('select name from kysely_migration order by name').pluck().all();
   t.deepEqual(applied, Object.keys(migrations).sort());
 });
+
+test('a transaction SQLite rolled back by itself fails as a whole: nothing after it commits on its own', async (t) => {
+  const handle = connect({ url: `sqlite:${tempFile(t)}` });
+  t.teardown(() => disconnect(handle));
+  // RAISE(ROLLBACK) ends the whole transaction from inside a statement, as a full disk or an
+  // I/O error can.
+  await sql`create table notes (id integer primary key)`.execute(handle.db);
+  await sql`create table trap (id integer)`.execute(handle.db);
+  await sql`create trigger trap_rollback before insert on trap begin select raise(rollback, 'the disk is full'); end`.execute(handle.db);
+
+  const failed = await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`insert into notes values (1)`.execute(trx);
+      // Code that catches a failed statement and goes on, as a savepoint's caller does.
+      await sql`insert into trap values (1)`.execute(trx).then(
+        () => t.fail('the trigger did not fire'),
+        () => {},
+      );
+      await sql`insert into notes values (2)`.execute(trx);
+    }),
+  );
+  t.is(failed?.message, 'SQLite rolled the transaction back: the disk is full');
+  const { rows } = await sql<{ id: number }>`select id from notes`.execute(handle.db);
+  t.deepEqual(rows, [], 'neither the insert before the failure nor the one after it committed');
+
+  // The connection goes on: the next transaction commits.
+  await handle.db.transaction().execute((trx) => sql`insert into notes values (3)`.execute(trx));
+  t.deepEqual((await sql<{ id: number }>`select id from notes`.execute(handle.db)).rows, [{ id: 3 }]);
+});

@@ -42,7 +42,7 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError }: Sqli
   // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
   configure(sqlite, cacheMb / 2);
   const writes = new WriteCounter();
-  const db = new Kysely<Database>({ dialect: new WriterDialect({ database: preparingOnce(sqlite, writes) }) });
+  const db = new Kysely<Database>({ dialect: new WriterDialect({ database: preparingOnce(sqlite, writes) }, sqlite) });
   if (path === ':memory:') return { db, reader: db, dialect: 'sqlite', sqlite };
   const readerSqlite = new SqliteDatabase(path);
   readerSqlite.pragma('query_only = ON');
@@ -205,12 +205,15 @@ function readingByTurns(inner: SqliteDialectDatabase, sqlite: SqliteDatabase.Dat
  * and a migration that fails leaves nothing of itself behind.
  */
 class WriterDialect extends SqliteDialect {
-  constructor(private readonly writerConfig: { database: SqliteDialectDatabase }) {
+  constructor(
+    private readonly writerConfig: { database: SqliteDialectDatabase },
+    private readonly sqlite: SqliteDatabase.Database,
+  ) {
     super(writerConfig);
   }
 
   override createDriver(): Driver {
-    return new WriterDriver(this.writerConfig);
+    return new WriterDriver(this.writerConfig, this.sqlite);
   }
 
   override createAdapter(): DialectAdapter {
@@ -224,9 +227,69 @@ class WriterAdapter extends SqliteAdapter {
   }
 }
 
+/**
+ * SQLite may roll a whole transaction back by itself when a statement fails (a full disk, an
+ * I/O error). The statements after it would then run outside any transaction, each committing
+ * on its own: a store whose point committed without its activity record, had its code caught
+ * the error and gone on. So once a transaction is gone, its later statements and its COMMIT
+ * fail, naming the error that ended it, and ROLLBACK has nothing left to do (before, its
+ * "no transaction is active" replaced the disk's error in the log).
+ */
+class TransactionLostError extends Error {
+  constructor(cause: unknown) {
+    super(`SQLite rolled the transaction back: ${cause instanceof Error ? cause.message : 'after an error'}`, { cause });
+  }
+}
+
 class WriterDriver extends SqliteDriver {
+  private transactionOpen = false;
+  /** The last error a statement of the open transaction failed with. */
+  private failure: unknown;
+  private connection?: DatabaseConnection;
+
+  constructor(
+    config: { database: SqliteDialectDatabase },
+    private readonly sqlite: SqliteDatabase.Database,
+  ) {
+    super(config);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const inner = await super.acquireConnection();
+    this.connection ??= {
+      executeQuery: <R>(query: CompiledQuery) => {
+        if (this.transactionOpen && !this.sqlite.inTransaction) return Promise.reject(new TransactionLostError(this.failure));
+        // Kysely's SQLite connection fails synchronously (better-sqlite3 is), so no promise
+        // is added to every statement's path to see its error.
+        try {
+          return inner.executeQuery<R>(query);
+        } catch (err) {
+          if (this.transactionOpen) this.failure = err;
+          throw err;
+        }
+      },
+      streamQuery: (query, chunkSize) => inner.streamQuery(query, chunkSize),
+    };
+    return this.connection!;
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    this.transactionOpen = true;
+    this.failure = undefined;
+  }
+
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await connection.executeQuery(CompiledQuery.raw('commit'));
+    } finally {
+      this.transactionOpen = false;
+    }
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    this.transactionOpen = false;
+    if (this.sqlite.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 }
 

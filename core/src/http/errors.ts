@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isVaultError } from '../errors.js';
+import { storageFailure } from '../db/dialect.js';
+import { BUSY_MESSAGE, isVaultError, STORAGE_FULL_MESSAGE } from '../errors.js';
 
 export function errorBody(status: number, message: string, details?: Record<string, unknown>) {
   return { statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...details };
@@ -29,7 +30,14 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     // Not the whole error: a database error's `detail` can quote the row's values (`Key (id)=(...)`).
     const { name, code, message, stack } = err as FastifyError & { code?: string };
+    const storage = storageFailure(err);
+    if (storage === 'busy') {
+      request.log.warn({ err: { type: name, code, message } }, 'request failed: the database stayed locked');
+      return reply.status(503).header('retry-after', '1').send(errorBody(503, BUSY_MESSAGE));
+    }
     request.log.error({ err: { type: name, code, message, stack } }, 'request failed');
+    // Nothing of the request was kept (its transaction rolled back), so a client may send it again.
+    if (storage === 'full') return reply.status(503).header('retry-after', '60').send(errorBody(503, STORAGE_FULL_MESSAGE));
     return reply.status(500).send(errorBody(500, 'Internal Server Error'));
   });
   app.setNotFoundHandler((request, reply) => reply.status(404).send(errorBody(404, 'Not Found')));
