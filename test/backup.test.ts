@@ -108,6 +108,7 @@ test('SQLite: a backup finishes while every read writes, and restores to a valid
     await Promise.all(readers);
   }
   t.regex(stdout, /Backed up to/);
+  t.is(statSync(backup).mode & 0o777, 0o600, 'as private as the database');
   t.true(during > 0, 'the vault kept answering reads while the backup ran');
   t.deepEqual(
     readdirSync(dir).filter((f) => f.includes('partial')),

@@ -313,12 +313,14 @@ export async function backupDatabase(vault: Vault, target: string): Promise<void
  * another process writes, and a serving vault writes on every read: under load it never
  * finished (a 100 MB file, 45 s, against reads from 8 connections). Only live content is
  * copied, so pages freed by deletions (a purge's destroyed data keys among them) stay behind.
- * The copy is written beside the target and takes its name once synced, so a failed backup
- * never leaves a partial file under that name.
+ * The copy is written beside the target, readable by its owner only, and takes the target's
+ * name once synced, so a failed backup never leaves a partial file under that name.
  */
 function backupSqlite(sqlite: Database.Database, target: string): void {
   const partial = `${target}.partial-${randomBytes(6).toString('hex')}`;
   try {
+    // Created empty first, for its mode: a backup is as private as the database.
+    closeSync(openSync(partial, 'wx', 0o600));
     sqlite.prepare('vacuum into ?').run(partial);
     const fd = openSync(partial, 'r+');
     try {

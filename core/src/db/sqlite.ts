@@ -4,7 +4,7 @@
  */
 import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteAdapter, SqliteDialect, type DialectAdapter, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseHandle } from './connect.js';
 import type { Database } from './schema.js';
@@ -32,7 +32,7 @@ export interface SqliteOptions {
 }
 
 export function connectSqlite(path: string, { cacheMb, onCheckpointError }: SqliteOptions): DatabaseHandle {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') createPrivately(path);
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
   // NORMAL is durable across process crashes in WAL mode; only power loss can drop the last commits.
@@ -59,6 +59,20 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError }: Sqli
     },
   });
   return { db, reader, dialect: 'sqlite', sqlite, checkpointer };
+}
+
+/**
+ * A new database file is readable by its owner only, its directory too when created here:
+ * the file holds no value in clear, but subjects' ids, the activity log and wrapped keys.
+ * SQLite gives its write-ahead log and shared-memory files the database file's permissions.
+ */
+function createPrivately(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
 }
 
 function configure(sqlite: SqliteDatabase.Database, cacheMb: number): void {
