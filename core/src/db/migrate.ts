@@ -7,7 +7,11 @@ class StaticProvider implements MigrationProvider {
   }
 }
 
-/** Runs on every start; concurrent starts are serialised by Kysely's migration lock. */
+/**
+ * Runs on every start. Concurrent starts are serialised: on PostgreSQL by Kysely's migration
+ * lock, on SQLite by running every migration in one transaction that holds the write lock
+ * (`WriterDialect` in sqlite.ts).
+ */
 export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   const migrator = new Migrator({ db, provider: new StaticProvider() });
   const { error, results } = await migrator.migrateToLatest();
