@@ -11,6 +11,7 @@ import { loadConfig } from '../config.js';
 import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
 import { createLogger } from '../logger.js';
 import { ActivityService, parseChainHead, type ChainHead } from '../activity/service.js';
+import { conflict } from '../errors.js';
 import { Vault } from '../vault.js';
 
 export interface Io {
@@ -266,11 +267,6 @@ export const commands: Record<string, Command> = {
         return 2;
       }
       const config = loadConfig(io.env);
-      const path = config.db.startsWith('sqlite:') ? config.db.slice('sqlite:'.length) : undefined;
-      if (path && openElsewhere(path)) {
-        io.err(`${path} is open in another process (a running vault?): stop it before restoring`);
-        return 1;
-      }
       await restoreDatabase(config.db, resolve(String(values.from)));
       io.out(`Restored ${values.from}`);
       return 0;
@@ -358,6 +354,7 @@ function openElsewhere(path: string): boolean {
 export async function restoreDatabase(dbUrl: string, source: string): Promise<void> {
   if (dbUrl.startsWith('sqlite:')) {
     const path = dbUrl.slice('sqlite:'.length);
+    if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
     // A stale write-ahead log would be replayed over the restored file.
     for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
     copyFileSync(source, path);
