@@ -19,6 +19,10 @@ export interface VaultConfig {
   /** `sqlite:<path>` or a `postgres://` URL. */
   db: string;
   dbPoolSize: number;
+  /** PostgreSQL: how long a request waits for a connection, ms. */
+  dbConnectTimeoutMs: number;
+  /** PostgreSQL: how long a statement may go unanswered before its connection is given up, ms; 0 waits forever. */
+  dbStatementTimeoutMs: number;
   /** SQLite page cache, MiB. */
   sqliteCacheMb: number;
   /** Unwrapped data keys kept in memory (each spares an RSA decryption on a later read). */
@@ -31,6 +35,8 @@ export interface VaultConfig {
   /** Base64 of the blind-index secret. */
   indexKey?: string;
   bodyLimit: number;
+  /** How long a client may take to send a whole request before 408; 0 waits forever. */
+  requestTimeoutMs: number;
   logLevel: string;
   license: LicenseConfig;
   /**
@@ -120,6 +126,8 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     dataDir,
     db,
     dbPoolSize: integer(env, 'VAULT_DB_POOL_SIZE', 10, 1, 1000),
+    dbConnectTimeoutMs: integer(env, 'VAULT_DB_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+    dbStatementTimeoutMs: integer(env, 'VAULT_DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     sqliteCacheMb: integer(env, 'VAULT_SQLITE_CACHE_MB', 32, 1, 65_536),
     dataKeyCacheSize: integer(env, 'VAULT_DATA_KEY_CACHE_SIZE', 10_000, 1, 10_000_000),
     // On one core a thread would only take turns with the event loop.
@@ -128,6 +136,7 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     encryptionPublicKey: env.VAULT_ENCRYPTION_PUBLIC_KEY || undefined,
     indexKey: env.VAULT_INDEX_KEY || undefined,
     bodyLimit: integer(env, 'VAULT_BODY_LIMIT', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    requestTimeoutMs: integer(env, 'VAULT_REQUEST_TIMEOUT_MS', 60_000, 0, 3_600_000),
     logLevel: env.VAULT_LOG_LEVEL || 'info',
     license: {
       maxCustomRegulations:

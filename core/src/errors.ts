@@ -28,6 +28,8 @@ export const unprocessable = (message: string) => new VaultError(422, message);
 /** 503: the database could not take a write for now; nothing of the request was kept. */
 export const BUSY_MESSAGE = 'The vault is busy with conflicting requests, retry the request';
 export const STORAGE_FULL_MESSAGE = "The vault's storage is full, retry the request later";
+/** 503: PostgreSQL could not be reached or stopped answering; the request's transaction did not commit, unless its COMMIT was the statement cut off. */
+export const DATABASE_UNREACHABLE_MESSAGE = 'The vault cannot reach its database, retry the request later';
 
 export function isVaultError(err: unknown): err is VaultError {
   return err instanceof VaultError;

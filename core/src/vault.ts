@@ -148,12 +148,19 @@ export class Vault {
     const handle = connect({
       url: config.db,
       poolSize: config.dbPoolSize,
+      connectTimeoutMs: config.dbConnectTimeoutMs,
+      statementTimeoutMs: config.dbStatementTimeoutMs,
       sqliteCacheMb: config.sqliteCacheMb,
       onCheckpointError: (err) => options.logger.warn({ err }, 'the SQLite checkpoint thread stopped; the writer checkpoints by itself again'),
     });
     const vault = new Vault(options, handle, indexKey);
     try {
-      await migrateToLatest(vault.db);
+      const migrating = handle.unbounded?.();
+      try {
+        await migrateToLatest(migrating ?? vault.db);
+      } finally {
+        await migrating?.destroy();
+      }
       await vault.bootstrap(announce);
       vault.retention.start();
       vault.sealer.start();

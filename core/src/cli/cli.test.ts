@@ -100,6 +100,9 @@ test('invalid configuration is reported, exit code 2', async (t) => {
   const { io: x, err } = io({ VAULT_DB: 'mysql://nope' });
   t.is(await runCli(['migrate'], x), 2);
   t.deepEqual(err, ['Invalid configuration: VAULT_DB must be sqlite:<path> or a postgres:// URL']);
+  const timeout = io({ VAULT_DB_STATEMENT_TIMEOUT_MS: '-1' });
+  t.is(await runCli(['migrate'], timeout.io), 2);
+  t.deepEqual(timeout.err, ['Invalid configuration: VAULT_DB_STATEMENT_TIMEOUT_MS must be an integer from 0 to 3600000, got "-1"']);
 });
 
 test('activity verify reports an intact chain, then the first record edited behind its back', async (t) => {

@@ -22,6 +22,11 @@ export interface DatabaseHandle {
   sqlite?: SqliteDatabase.Database;
   /** For an SQLite file: the thread that checkpoints its log. */
   checkpointer?: WalCheckpointer;
+  /**
+   * For PostgreSQL only: a connection of its own without the statement timeout, for
+   * migrations, which may rightly rewrite a large table for minutes. Destroy it after.
+   */
+  unbounded?(): Kysely<Database>;
 }
 
 export interface ConnectOptions {
@@ -32,6 +37,14 @@ export interface ConnectOptions {
   sqliteCacheMb?: number;
   /** Told when SQLite's checkpoint thread fails. */
   onCheckpointError?: (err: Error) => void;
+  /** PostgreSQL: how long to wait for a connection (pool full, or the server not answering), ms. */
+  connectTimeoutMs?: number;
+  /**
+   * PostgreSQL: how long a statement may go unanswered before its connection is given up,
+   * ms; 0 waits forever. Also how long the server keeps a session idle inside a transaction,
+   * so a vault cut off mid-transaction does not hold its locks against the other processes.
+   */
+  statementTimeoutMs?: number;
 }
 
 /** Distinct statements kept prepared per PostgreSQL client. */
@@ -39,16 +52,28 @@ const PREPARED_STATEMENTS = 500;
 /** PostgreSQL parses fast enough that only short statements earn a name. */
 const PREPARED_TEXT_LIMIT = 4096;
 
-export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointError }: ConnectOptions): DatabaseHandle {
+export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointError, connectTimeoutMs = 10_000, statementTimeoutMs = 30_000 }: ConnectOptions): DatabaseHandle {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     // Counts and sequences are bigint; JavaScript numbers hold them exactly far past our scale.
     pg.types.setTypeParser(20, (v) => Number(v));
+    // Without these a request waits forever on a server that stopped answering: a network
+    // partition sends no reset, and pg waits for a connection or an answer without limit.
+    const bounded = {
+      connectionTimeoutMillis: connectTimeoutMs,
+      ...(statementTimeoutMs > 0 ? { query_timeout: statementTimeoutMs, idle_in_transaction_session_timeout: statementTimeoutMs } : {}),
+    };
     // Pipeline mode lets a transaction's BEGIN go out with its first statement (PreparingClient).
-    const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: PreparingClient, pipeline: true } as pg.PoolConfig);
+    // On a statement's timeout pg then destroys the connection, failing what was sent on it.
+    const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: PreparingClient, pipeline: true, ...bounded } as pg.PoolConfig);
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, reader: db, dialect: 'postgres' };
+    const unbounded = () => {
+      const own = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: connectTimeoutMs });
+      own.on('error', () => {});
+      return new Kysely<Database>({ dialect: new PostgresDialect({ pool: own }) });
+    };
+    return { db, reader: db, dialect: 'postgres', unbounded };
   }
   if (!url.startsWith('sqlite:')) throw new Error(`VAULT_DB must be sqlite:<path> or a postgres:// URL, got "${redactUrl(url)}"`);
   return connectSqlite(url.slice('sqlite:'.length), { cacheMb: sqliteCacheMb, onCheckpointError });
@@ -75,6 +100,8 @@ const COMMIT = /^commit\b/i;
  * the transaction's callback has already made its answer.
  */
 export const THEN_COMMIT = '/* then commit */ ';
+/** pg's error for a statement unanswered past `query_timeout`. */
+const QUERY_TIMEOUT = 'Query read timeout';
 const ROLLED_BACK = { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] };
 
 /**
@@ -182,14 +209,21 @@ class PreparingClient extends pg.Client {
 
   private send(config: any, values?: any, callback?: any): any {
     if (this.corked === undefined && (this as { pipeline?: boolean }).pipeline) this.cork();
-    if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && config.length <= PREPARED_TEXT_LIMIT) {
-      const name = statementName(config);
-      if (this.prepared.has(name) || this.prepared.size < PREPARED_STATEMENTS) {
-        this.prepared.add(name);
-        return super.query({ name, text: config, values }, callback);
-      }
-    }
-    return super.query(config, values, callback);
+    const name = typeof config === 'string' && Array.isArray(values) && values.length > 0 ? this.preparedName(config) : undefined;
+    const result = name === undefined ? super.query(config, values, callback) : super.query({ name, text: config, values }, callback);
+    // On a statement's timeout pg destroys the socket, which closes only on a later turn:
+    // released before then, the client would go back to the pool and fail the next request.
+    if (result instanceof Promise) result.catch((err: Error) => err?.message === QUERY_TIMEOUT && ((this as unknown as { _queryable: boolean })._queryable = false));
+    return result;
+  }
+
+  /** The name `text` is prepared under on this connection; none if it is long, or the connection holds its share. */
+  private preparedName(text: string): string | undefined {
+    if (text.length > PREPARED_TEXT_LIMIT) return undefined;
+    const name = statementName(text);
+    if (!this.prepared.has(name) && this.prepared.size >= PREPARED_STATEMENTS) return undefined;
+    this.prepared.add(name);
+    return name;
   }
 }
 

@@ -53,15 +53,29 @@ export function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
+/** Socket errors of a connection that could not be made or was lost. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 /**
- * A database that could not take a write: its disk is full (SQLite's SQLITE_FULL,
- * PostgreSQL's disk_full), or SQLite's write lock stayed with another process past the busy
- * timeout. The error may be the cause of the one thrown (a transaction SQLite rolled back).
+ * pg's own errors for a lost or unanswered connection carry no code, only these messages:
+ * the connection dropped or refused, the statement timeout (`query_timeout`), or no
+ * connection within the connect timeout.
  */
-export function storageFailure(err: unknown): 'full' | 'busy' | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
-    if (e.code === 'SQLITE_FULL' || e.code === '53100') return 'full';
-    if (typeof e.code === 'string' && e.code.startsWith('SQLITE_BUSY')) return 'busy';
+const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed|Query read timeout|timeout exceeded when trying to connect)/;
+
+/**
+ * A database that could not take a request: its disk is full (SQLite's SQLITE_FULL,
+ * PostgreSQL's disk_full), SQLite's write lock stayed with another process past the busy
+ * timeout, or PostgreSQL could not be reached or stopped answering (SQLSTATE class 08, a
+ * server shutting down or starting: 57P01-57P03, too many connections: 53300). The error may
+ * be the cause of the one thrown (a transaction SQLite rolled back).
+ */
+export function storageFailure(err: unknown): 'full' | 'busy' | 'unreachable' | undefined {
+  for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    if (code === 'SQLITE_FULL' || code === '53100') return 'full';
+    if (code.startsWith('SQLITE_BUSY')) return 'busy';
+    if (NETWORK_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300') return 'unreachable';
+    if (code === '' && typeof e.message === 'string' && LOST_CONNECTION.test(e.message)) return 'unreachable';
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { storageFailure } from '../db/dialect.js';
-import { BUSY_MESSAGE, isVaultError, STORAGE_FULL_MESSAGE } from '../errors.js';
+import { BUSY_MESSAGE, DATABASE_UNREACHABLE_MESSAGE, isVaultError, STORAGE_FULL_MESSAGE } from '../errors.js';
 
 export function errorBody(status: number, message: string, details?: Record<string, unknown>) {
   return { statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...details };
@@ -34,6 +34,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (storage === 'busy') {
       request.log.warn({ err: { type: name, code, message } }, 'request failed: the database stayed locked');
       return reply.status(503).header('retry-after', '1').send(errorBody(503, BUSY_MESSAGE));
+    }
+    if (storage === 'unreachable') {
+      // One line per failed request and no stack: an outage fails every request alike.
+      request.log.warn({ err: { type: name, code, message } }, 'request failed: the database is unreachable');
+      return reply.status(503).header('retry-after', '5').send(errorBody(503, DATABASE_UNREACHABLE_MESSAGE));
     }
     request.log.error({ err: { type: name, code, message, stack } }, 'request failed');
     // Nothing of the request was kept (its transaction rolled back), so a client may send it again.

@@ -4,6 +4,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { migrationsApplied } from '../db/migrate.js';
 import type { Vault } from '../vault.js';
 
+/** A readiness probe is answered within this, even when the database does not answer at all. */
+const READY_WITHIN_MS = 2000;
+
 const status = { type: 'object', properties: { status: { type: 'string' }, reason: { type: 'string' } } } as const;
 
 export const opsRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
@@ -17,12 +20,22 @@ export const opsRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
     { config, schema: { tags, summary: 'The database answers and every migration is applied', response: { 200: status, 503: status } } },
     async (_request, reply) => {
       if (app.draining) return reply.status(503).send({ status: 'unavailable', reason: 'shutting down' });
-      try {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer')), READY_WITHIN_MS);
+      });
+      const checks = (async () => {
         await sql`select 1`.execute(vault.db);
-        if (!(await migrationsApplied(vault.db))) return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
+        return migrationsApplied(vault.db);
+      })();
+      checks.catch(() => {});
+      try {
+        if (!(await Promise.race([checks, timeout]))) return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
         return { status: 'ready' };
       } catch {
         return reply.status(503).send({ status: 'unavailable', reason: 'database unreachable' });
+      } finally {
+        clearTimeout(timer);
       }
     },
   );
