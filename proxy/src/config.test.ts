@@ -35,6 +35,7 @@ test('every variable is read', (t) => {
     SIDECAR_LOCK_MS: '5000',
     SIDECAR_SHUTDOWN_MS: '3000',
     SIDECAR_BODY_LIMIT: '2048',
+    SIDECAR_REQUEST_TIMEOUT_MS: '4000',
     SIDECAR_ENQUEUE_TIMEOUT_MS: '100',
     SIDECAR_UPSTREAM: 'http://127.0.0.1:3000',
     SIDECAR_ROUTES: '/etc/routes.json',
@@ -46,7 +47,7 @@ test('every variable is read', (t) => {
   t.like(config, {
     host: '0.0.0.0', port: 9000, proxyPort: 9001, vaultUrl: 'https://vault.internal:8443/base', queue: 'audit.q', prefix: '{vault}',
     batchSize: 100, batchMs: 0, maxRetries: 0, retryBaseMs: 10, retryMaxMs: 1000, vaultTimeoutMs: 5000, lockMs: 5000,
-    shutdownMs: 3000, bodyLimit: 2048, enqueueTimeoutMs: 100, upstream: 'http://127.0.0.1:3000', routesFile: '/etc/routes.json',
+    shutdownMs: 3000, bodyLimit: 2048, requestTimeoutMs: 4000, enqueueTimeoutMs: 100, upstream: 'http://127.0.0.1:3000', routesFile: '/etc/routes.json',
     proxyBodyLimit: 0, logLevel: 'debug', ingestToken: 'token-0123456789abcdef', dropValues: true,
   });
 });

@@ -28,6 +28,8 @@ export interface SidecarConfig {
   lockMs: number;
   shutdownMs: number;
   bodyLimit: number;
+  /** How long a caller may take to send a whole request to the sidecar's API before 408; 0 waits forever. */
+  requestTimeoutMs: number;
   enqueueTimeoutMs: number;
   upstream: string | undefined;
   routesFile: string | undefined;
@@ -68,6 +70,7 @@ export const defaults = {
   lockMs: 30_000,
   shutdownMs: 7_000,
   bodyLimit: 5 * 1024 * 1024,
+  requestTimeoutMs: 60_000,
   enqueueTimeoutMs: 5_000,
   upstream: undefined,
   routesFile: undefined,
@@ -96,6 +99,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
   lockMs: 'SIDECAR_LOCK_MS',
   shutdownMs: 'SIDECAR_SHUTDOWN_MS',
   bodyLimit: 'SIDECAR_BODY_LIMIT',
+  requestTimeoutMs: 'SIDECAR_REQUEST_TIMEOUT_MS',
   enqueueTimeoutMs: 'SIDECAR_ENQUEUE_TIMEOUT_MS',
   upstream: 'SIDECAR_UPSTREAM',
   routesFile: 'SIDECAR_ROUTES',
@@ -107,7 +111,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
 
 const integerKeys = [
   'port', 'proxyPort', 'batchSize', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
-  'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'enqueueTimeoutMs', 'proxyBodyLimit',
+  'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'requestTimeoutMs', 'enqueueTimeoutMs', 'proxyBodyLimit',
 ] as const satisfies readonly (keyof SidecarConfig)[];
 
 type IntegerKey = (typeof integerKeys)[number];
@@ -126,6 +130,7 @@ const minimum: Record<IntegerKey, number> = {
   lockMs: 1000,
   shutdownMs: 0,
   bodyLimit: 1024,
+  requestTimeoutMs: 0,
   enqueueTimeoutMs: 50,
   proxyBodyLimit: 0,
 };

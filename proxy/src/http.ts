@@ -95,3 +95,17 @@ export function describeFailure(err: FastifyError | HttpError): { statusCode: nu
       return { statusCode: status, message: err instanceof SyntaxError ? messages.invalidJson : err.message };
   }
 }
+
+/**
+ * Node's bounds on receiving a request, as the vault sets them (core/src/http/server.ts):
+ * Fastify turns Node's request timeout off, which lets a caller that trickles a body hold its
+ * connection and the body's buffer forever. Node looks for late requests every
+ * `connectionsCheckingInterval`, so a short timeout needs a shorter interval.
+ */
+export function receiving(requestTimeoutMs: number): { requestTimeout: number; http: { headersTimeout?: number; connectionsCheckingInterval?: number } } {
+  if (requestTimeoutMs === 0) return { requestTimeout: 0, http: {} };
+  return {
+    requestTimeout: requestTimeoutMs,
+    http: { headersTimeout: Math.min(60_000, requestTimeoutMs), connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeoutMs / 4))) },
+  };
+}

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { connect } from 'node:net';
 import { FakeVault } from './testing/fake-vault.js';
 import { cleanupRedis, freePort, getJson, makeEvent, postEvents, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
 
@@ -49,4 +50,38 @@ test('not ready while Redis is unreachable, but alive', async (t) => {
   t.like(ready.body, { status: 'not ready', redis: 'unreachable' });
   t.is((await fetch(`${sidecar.url}/metrics`)).status, 200, 'metrics still answer');
   t.is((await getJson(`${sidecar.url}/deadletters`)).status, 503);
+});
+
+test('a caller that sends its events too slowly gets 408 and loses its connection; nothing is queued', async (t) => {
+  const prefix = uniquePrefix('server-slow');
+  const vault = new FakeVault();
+  await vault.start();
+  const sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, requestTimeoutMs: 1000 });
+  t.teardown(async () => {
+    await sidecar.close();
+    await vault.stop();
+    await cleanupRedis(prefix);
+  });
+  const { hostname, port } = new URL(sidecar.url);
+  const body = JSON.stringify([makeEvent(1)]);
+  const answer = await new Promise<string>((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    let sent = 0;
+    // The whole body would take 200 ms a byte.
+    const timer = setInterval(() => sent < body.length && socket.write(body[sent++]), 200);
+    socket.on('data', (d) => (received += d));
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve(received);
+    });
+    socket.write(`POST /events HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+  });
+  t.regex(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+  t.deepEqual(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { error: 'Request Timeout', message: 'Client Timeout', statusCode: 408 });
+  // Meanwhile and after, others are served; the trickled event never reached the queue.
+  await postEvents(sidecar.url, [makeEvent(2)]);
+  await waitFor(() => vault.records.length === 1);
+  await new Promise((r) => setTimeout(r, 300));
+  t.is(vault.records.length, 1);
 });

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { connect, type AddressInfo } from 'node:net';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 
 let v: TestVault;
@@ -89,4 +90,44 @@ test('prototype-poisoning keys are refused', async (t) => {
   const res = await v.request('POST', '/entitytypes', { payload: '{"key":"x","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
   t.is(res.status, 400);
   t.is(res.body.message, 'Body contains a forbidden property name');
+});
+
+test('a client that sends its request too slowly gets 408 and loses its connection; others are served meanwhile', async (t) => {
+  const slow = await startTestVault({ env: { VAULT_REQUEST_TIMEOUT_MS: '1000' } });
+  t.teardown(() => slow.close());
+  await slow.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = slow.app.server.address() as AddressInfo;
+
+  /** Sends `head`, then one byte of `trickle` every 200 ms; resolves to what came back once the vault closes the connection. */
+  const trickled = (head: string, trickle: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let answer = '';
+      let sent = 0;
+      const timer = setInterval(() => sent < trickle.length && socket.write(trickle[sent++]), 200);
+      socket.on('data', (d) => (answer += d));
+      socket.on('close', () => {
+        clearInterval(timer);
+        resolve(answer);
+      });
+      socket.write(head);
+    });
+  const body = JSON.stringify({ key: 'SLOW_TYPE' });
+  const auth = `Authorization: Bearer ${slow.adminKey}\r\n`;
+  const answers = await Promise.all([
+    // The body trickles in (40 bytes would take 8 s).
+    trickled(`POST /entitytypes HTTP/1.1\r\nHost: vault\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length + 20}\r\n\r\n`, body.padEnd(body.length + 20)),
+    // The headers never end.
+    trickled(`GET /entitytypes HTTP/1.1\r\nHost: vault\r\n`, 'X-Slow: yes, very slow indeed, slower than that'),
+    (async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/entitytypes`, { headers: { authorization: `Bearer ${slow.adminKey}` } });
+      return `${res.status}`;
+    })(),
+  ]);
+  for (const answer of answers.slice(0, 2)) {
+    t.regex(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+    t.deepEqual(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { error: 'Request Timeout', message: 'Client Timeout', statusCode: 408 });
+  }
+  t.is(answers[2], '200');
+  t.false((await slow.request<{ data: Array<{ key: string }> }>('GET', '/entitytypes')).body.data.some((e) => e.key === 'SLOW_TYPE'));
 });

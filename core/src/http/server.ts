@@ -42,12 +42,24 @@ export interface ServerOptions {
 /** Header names whose values must never reach a log line. */
 export const REDACTED_HEADERS = ['authorization', 'x-encryption-key', 'x-decryption-key'];
 
+/**
+ * Node's own bounds on receiving a request. Fastify turns Node's request timeout off, which
+ * lets a client that trickles a body hold its connection, and the body's buffer, forever.
+ * Node looks for late requests every `connectionsCheckingInterval` (30 s by default), so a
+ * short timeout needs a shorter interval to be kept.
+ */
+function receiving(requestTimeoutMs: number): { headersTimeout?: number; connectionsCheckingInterval?: number } {
+  if (requestTimeoutMs === 0) return {};
+  return { headersTimeout: Math.min(60_000, requestTimeoutMs), connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeoutMs / 4))) };
+}
+
 export async function buildServer(vault: Vault, options: ServerOptions = {}): Promise<FastifyInstance> {
   const https = vault.config.tls
     ? { key: readFileSync(vault.config.tls.keyPath), cert: readFileSync(vault.config.tls.certPath) }
     : undefined;
   const app = Fastify({
-    ...(https ? { https } : {}),
+    ...(https ? { https: { ...https, ...receiving(vault.config.requestTimeoutMs) } } : { http: receiving(vault.config.requestTimeoutMs) }),
+    requestTimeout: vault.config.requestTimeoutMs,
     loggerInstance: options.logger === false ? undefined : (options.logger ?? vault.logger),
     bodyLimit: vault.config.bodyLimit,
     // A hop count works at run time (Fastify's request.js) although its types omit it.
