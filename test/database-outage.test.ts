@@ -2,13 +2,15 @@
  * PostgreSQL going away under a serving vault: restarted (connections refused), or cut off
  * by a partition (nothing answers, nothing is closed). Requests fail fast with a 503 a client
  * can retry, none hangs, the vault recovers by itself, and nothing answered is lost. A vault
- * cut off mid-transaction must not hold its locks against the other processes.
+ * cut off mid-transaction must not hold its locks against the other processes, and the
+ * sidecar's events come through an outage recorded exactly once.
  */
 import test from 'ava';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createPostgresDatabase } from '../core/src/testing/harness.js';
 import { spawnVault, type VaultProcess } from '../core/src/testing/process.js';
 import { startRelay } from '../core/src/testing/relay.js';
+import { cleanupRedis, metricValue, postEvents, startTestSidecar, uniquePrefix, waitFor } from '../proxy/src/testing/helpers.js';
 
 const UNREACHABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The vault cannot reach its database, retry the request later' };
 /** No request may take this long: the vaults below give a statement at most 1 s. */
@@ -207,6 +209,58 @@ test('a partition: requests fail within the statement timeout instead of hanging
   await checkStoresKept(t, other, running.stores, 12, Array.from({ length: 12 }, (_, w) => `from the other ${w}`));
   await eventually(t, 'every record sealed, the chain valid', async () => {
     const { body } = await call(other, 'GET', '/activity/verify');
+    return body.data.valid === true && body.data.unsealed === 0;
+  });
+});
+
+test("the sidecar's events come through PostgreSQL refusing, then partitioned: each recorded once, in the order accepted", async (t) => {
+  const { relay, vaults } = await setUp(t, 1, (_, relayed) => ({ VAULT_DB: relayed, VAULT_DB_STATEMENT_TIMEOUT_MS: '1000', VAULT_DB_CONNECT_TIMEOUT_MS: '1000' }));
+  const [v] = vaults;
+  const prefix = uniquePrefix('db-outage');
+  const sidecar = await startTestSidecar({ apiKey: v.adminKey, vaultUrl: v.url, prefix, batchSize: 50, batchMs: 20 });
+  t.teardown(async () => {
+    await sidecar.close();
+    await cleanupRedis(prefix);
+  });
+  const applicationId = `outage-${randomUUID()}`;
+  const accepted: string[] = [];
+  const ingest = async (from: number, count: number) => {
+    for (let i = from; i < from + count; i += 10) {
+      const events = Array.from({ length: 10 }, (_, k) => ({ eventType: 'STORE', applicationId, subjectId: `subject-${i + k}`, data: { attribute: 'VISITS' } }));
+      const answer = await postEvents(sidecar.url, events);
+      t.is(answer.status, 202);
+      accepted.push(...answer.body.accepted.map((a) => a.eventId));
+      // 200 events take about 1.5 s: longer than the vault's timeouts, so the outage is felt.
+      await sleep(75);
+    }
+  };
+  await ingest(0, 200);
+  relay.refuse();
+  await ingest(200, 200);
+  relay.heal();
+  await ingest(400, 100);
+  relay.partition();
+  await ingest(500, 200);
+  relay.heal();
+  await ingest(700, 100);
+
+  const log = await waitFor(
+    async () => {
+      const ids: string[] = [];
+      for (let page = 0; ; page++) {
+        const { body } = await call(v, 'GET', `/activity?applicationId=${applicationId}&count=1000&page=${page}`);
+        ids.push(...body.data.map((r: { eventId: string }) => r.eventId));
+        if (body.data.length < 1000) break;
+      }
+      return ids.length >= accepted.length ? ids : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 500, message: `${accepted.length} records` },
+  );
+  t.true((await metricValue(sidecar.url, 'sidecar_delivery_retries_total')) > 0, 'deliveries failed during the outage and were retried');
+  t.is(log.length, 800);
+  t.deepEqual(log, accepted, 'each accepted event recorded once, in the order accepted');
+  await eventually(t, 'every record sealed, the chain valid', async () => {
+    const { body } = await call(v, 'GET', '/activity/verify');
     return body.data.valid === true && body.data.unsealed === 0;
   });
 });
