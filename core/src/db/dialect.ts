@@ -66,15 +66,16 @@ const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connec
  * A database that could not take a request: its disk is full (SQLite's SQLITE_FULL,
  * PostgreSQL's disk_full), SQLite's write lock stayed with another process past the busy
  * timeout, or PostgreSQL could not be reached or stopped answering (SQLSTATE class 08, a
- * server shutting down or starting: 57P01-57P03, too many connections: 53300). The error may
- * be the cause of the one thrown (a transaction SQLite rolled back).
+ * server shutting down or starting: 57P01-57P03, too many connections: 53300), or took no
+ * writes (25006: a standby, as during a failover). The error may be the cause of the one
+ * thrown (a transaction SQLite rolled back).
  */
 export function storageFailure(err: unknown): 'full' | 'busy' | 'unreachable' | undefined {
   for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
     if (code === 'SQLITE_FULL' || code === '53100') return 'full';
     if (code.startsWith('SQLITE_BUSY')) return 'busy';
-    if (NETWORK_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300') return 'unreachable';
+    if (NETWORK_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300' || code === '25006') return 'unreachable';
     if (code === '' && typeof e.message === 'string' && LOST_CONNECTION.test(e.message)) return 'unreachable';
   }
   return undefined;

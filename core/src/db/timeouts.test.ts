@@ -87,6 +87,13 @@ test('connections refused, cut, or not made within the connect timeout fail as u
   t.is(storageFailure(err), 'unreachable', String(err));
 });
 
+test('a server that takes no writes (a standby during a failover) fails writes as unreachable', async (t) => {
+  const handle = await opened(t, { poolSize: 1 });
+  await sql`create table if not exists notes (id int)`.execute(handle.db);
+  await sql`set default_transaction_read_only = on`.execute(handle.db);
+  t.is(storageFailure(await failureOf(() => sql`insert into notes values (1)`.execute(handle.db))), 'unreachable');
+});
+
 test("a statement's own failure is not an outage", async (t) => {
   const handle = await opened(t, {});
   t.is(storageFailure(await failureOf(() => sql`select * from no_such_table`.execute(handle.db))), undefined);
