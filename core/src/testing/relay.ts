@@ -18,6 +18,11 @@ export interface Relay {
   partition(): void;
   /** Connections cut off by a partition are reset (as their first packets after it would be), and new ones are relayed again. */
   heal(): void;
+  /**
+   * Ends a partition short enough for TCP to ride out: what was held back is delivered on the
+   * same connections, except from a side that closed meanwhile, whose unsent data is lost.
+   */
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -26,10 +31,7 @@ export async function startRelay(targetPort: number, targetHost = '127.0.0.1'): 
   const pairs = new Set<[Socket, Socket]>();
   const held = new Set<Socket>();
 
-  const server = createServer((client) => {
-    client.on('error', () => {});
-    if (state === 'refusing') return void client.destroy();
-    if (state === 'partitioned') return void held.add(client);
+  const relay = (client: Socket) => {
     const upstream = connect(targetPort, targetHost);
     upstream.on('error', () => {});
     const pair: [Socket, Socket] = [client, upstream];
@@ -45,6 +47,12 @@ export async function startRelay(targetPort: number, targetHost = '127.0.0.1'): 
     };
     client.on('close', end);
     upstream.on('close', end);
+  };
+  const server = createServer((client) => {
+    client.on('error', () => {});
+    if (state === 'refusing') return void client.destroy();
+    if (state === 'partitioned') return void held.add(client);
+    relay(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -78,6 +86,22 @@ export async function startRelay(targetPort: number, targetHost = '127.0.0.1'): 
     heal() {
       destroyAll();
       state = 'open';
+    },
+    resume() {
+      state = 'open';
+      for (const pair of pairs) {
+        const [client, upstream] = pair;
+        if (client.destroyed || upstream.destroyed) {
+          client.destroy();
+          upstream.destroy();
+          pairs.delete(pair);
+          continue;
+        }
+        client.pipe(upstream);
+        upstream.pipe(client);
+      }
+      for (const client of held) if (!client.destroyed) relay(client);
+      held.clear();
     },
     async close() {
       destroyAll();

@@ -38,11 +38,18 @@ export function connect(url: string, kind: ConnectionKind): Redis {
   return client;
 }
 
-/** Resolves with the value, or rejects after `ms` without cancelling the underlying work. */
+export class TimeoutError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TimeoutError';
+  }
+}
+
+/** Resolves with the value, or rejects with a TimeoutError after `ms` without cancelling the underlying work. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new TimeoutError(`${what} timed out after ${ms} ms`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -68,4 +75,20 @@ export async function closeWithConnection(
     'BullMQ setup',
   ).catch(() => {});
   await target.close(force).catch(() => {});
+}
+
+/**
+ * Drops a connection whose commands may sit unsent: in a partition the kernel keeps them and
+ * sends them once the network returns, and a plain close would too (it sends what is queued,
+ * then its FIN). A reset discards them. ioredis then connects anew.
+ */
+export function resetConnection(redis: Redis): void {
+  const stream = redis.stream as (NodeJS.ReadableStream & { resetAndDestroy?: () => void; destroy(): void }) | undefined;
+  if (!stream) return;
+  try {
+    stream.resetAndDestroy!();
+  } catch {
+    // Not a TCP socket (TLS wraps one); destroying it still stops ioredis from resending.
+    stream.destroy();
+  }
 }

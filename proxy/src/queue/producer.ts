@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { withoutValue, type StampedEvent } from '../ingest/event.js';
-import { closeWithConnection, withTimeout } from './connection.js';
+import { closeWithConnection, resetConnection, TimeoutError, withTimeout } from './connection.js';
 
 /** What one BullMQ job carries: the accepted events of one request, in request order. */
 export interface EventsJobData {
@@ -122,6 +122,9 @@ export class EventProducer {
           await withTimeout(this.queue.add(jobName, { events }), this.options.enqueueTimeoutMs, 'enqueue');
         } catch (err) {
           failure = new QueueUnavailableError('Redis did not confirm the enqueue', { cause: err });
+          // Its callers are told nothing was accepted, so the job must never be written later,
+          // as it would be if Redis was cut off by a partition that then ends.
+          if (err instanceof TimeoutError) resetConnection(this.redis);
         }
         for (const w of group) {
           clearTimeout(w.timer);
