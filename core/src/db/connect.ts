@@ -60,10 +60,9 @@ export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointEr
     // partition sends no reset, and pg waits for a connection or an answer without limit.
     const bounded = {
       connectionTimeoutMillis: connectTimeoutMs,
-      ...(statementTimeoutMs > 0 ? { query_timeout: statementTimeoutMs, idle_in_transaction_session_timeout: statementTimeoutMs } : {}),
+      ...(statementTimeoutMs > 0 ? { abandonAfterMs: statementTimeoutMs, idle_in_transaction_session_timeout: statementTimeoutMs } : {}),
     };
     // Pipeline mode lets a transaction's BEGIN go out with its first statement (PreparingClient).
-    // On a statement's timeout pg then destroys the connection, failing what was sent on it.
     const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: PreparingClient, pipeline: true, ...bounded } as pg.PoolConfig);
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
@@ -100,8 +99,6 @@ const COMMIT = /^commit\b/i;
  * the transaction's callback has already made its answer.
  */
 export const THEN_COMMIT = '/* then commit */ ';
-/** pg's error for a statement unanswered past `query_timeout`. */
-const QUERY_TIMEOUT = 'Query read timeout';
 const ROLLED_BACK = { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] };
 
 /**
@@ -132,6 +129,8 @@ const committed = (r: { command?: string }) => (r.command === 'COMMIT' ? r : Pro
  */
 class PreparingClient extends pg.Client {
   private readonly prepared = new Set<string>();
+  /** A statement unanswered this long (ms) gives the connection up; 0 waits forever. */
+  private readonly abandonAfterMs: number;
   /** The answer to a BEGIN sent ahead, until the statement after it takes it over. */
   private begun?: Promise<unknown>;
   /** Set while writes are held back; lets them go at the next turn if no statement came. */
@@ -139,8 +138,9 @@ class PreparingClient extends pg.Client {
   /** The outcome of a COMMIT sent with the transaction's last statement (`THEN_COMMIT`). */
   private committing?: Promise<unknown>;
 
-  constructor(config?: string | pg.ClientConfig) {
+  constructor(config?: string | (pg.ClientConfig & { abandonAfterMs?: number })) {
     super(config);
+    this.abandonAfterMs = (typeof config === 'object' && config.abandonAfterMs) || 0;
     // A server gone while this client is checked out between two queries (the sealer's
     // transaction, a database dropped): the pending or next query rejects with the error;
     // without a listener the event would end the process.
@@ -211,10 +211,35 @@ class PreparingClient extends pg.Client {
     if (this.corked === undefined && (this as { pipeline?: boolean }).pipeline) this.cork();
     const name = typeof config === 'string' && Array.isArray(values) && values.length > 0 ? this.preparedName(config) : undefined;
     const result = name === undefined ? super.query(config, values, callback) : super.query({ name, text: config, values }, callback);
-    // On a statement's timeout pg destroys the socket, which closes only on a later turn:
-    // released before then, the client would go back to the pool and fail the next request.
-    if (result instanceof Promise) result.catch((err: Error) => err?.message === QUERY_TIMEOUT && ((this as unknown as { _queryable: boolean })._queryable = false));
+    if (this.abandonAfterMs > 0 && result instanceof Promise) {
+      const timer = setTimeout(() => this.abandon(), this.abandonAfterMs);
+      result.then(
+        () => clearTimeout(timer),
+        () => clearTimeout(timer),
+      );
+    }
     return result;
+  }
+
+  /**
+   * Gives up a connection whose server stopped answering, failing what was sent on it. pg's
+   * own `query_timeout` closes the socket, and a closed socket still sends what it holds: a
+   * statement held up by a network partition would reach the server once the network
+   * returns, and an INSERT outside a transaction would commit for a request already answered
+   * 503. A reset discards it. (A transaction's COMMIT is also covered by the server, which
+   * ends the session once it has waited inside the transaction this long.)
+   */
+  private abandon(): void {
+    const self = this as unknown as { _queryable: boolean; _errorAllQueries(err: Error): void; connection: { stream: Socket } };
+    // At once: the pool must not take the client back before the socket has closed.
+    self._queryable = false;
+    self._errorAllQueries(Object.assign(new Error(`the database did not answer within ${this.abandonAfterMs} ms`), { code: 'ETIMEDOUT' }));
+    try {
+      self.connection.stream.resetAndDestroy();
+    } catch {
+      // Not TCP (a Unix socket): no network to hold anything back.
+      self.connection.stream.destroy();
+    }
   }
 
   /** The name `text` is prepared under on this connection; none if it is long, or the connection holds its share. */

@@ -56,11 +56,11 @@ export function isUniqueViolation(err: unknown): boolean {
 /** Socket errors of a connection that could not be made or was lost. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 /**
- * pg's own errors for a lost or unanswered connection carry no code, only these messages:
- * the connection dropped or refused, the statement timeout (`query_timeout`), or no
- * connection within the connect timeout.
+ * pg's own errors for a lost connection carry no code, only these messages: the connection
+ * dropped, or none made within the connect timeout. (A statement unanswered past the
+ * statement timeout fails with ETIMEDOUT: connect.ts.)
  */
-const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed|Query read timeout|timeout exceeded when trying to connect)/;
+const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
 
 /**
  * A database that could not take a request: its disk is full (SQLite's SQLITE_FULL,

@@ -20,6 +20,8 @@ test.before(async () => {
 });
 test.after.always(async () => drop?.());
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 async function failureOf(work: () => Promise<unknown>): Promise<unknown> {
   try {
     await work();
@@ -45,6 +47,37 @@ test('a statement unanswered past the statement timeout fails as unreachable; mi
   const unbounded = handle.unbounded!();
   t.teardown(() => unbounded.destroy());
   await t.notThrowsAsync(sql`select pg_sleep(0.6)`.execute(unbounded));
+});
+
+test('statements a partition held back are not run when the network returns, once their timeout has failed them', async (t) => {
+  const direct = await opened(t, {});
+  await sql`create table late (id int)`.execute(direct.db);
+  const relay = await startRelay(5432);
+  t.teardown(() => relay.close());
+  const relayed = await opened(t, { url: relay.through(url), statementTimeoutMs: 300, poolSize: 1 });
+
+  // On its own (autocommit), as the reads' activity records are written.
+  await sql`select 1`.execute(relayed.db);
+  relay.partition();
+  t.is(storageFailure(await failureOf(() => sql`insert into late values (1)`.execute(relayed.db))), 'unreachable');
+  // TCP rides out a short partition: what the client left queued would arrive once it ends.
+  await sleep(100);
+  relay.resume();
+
+  // A transaction's COMMIT.
+  const err = await failureOf(() =>
+    relayed.db.transaction().execute(async (trx) => {
+      await sql`insert into late values (2)`.execute(trx);
+      relay.partition();
+    }),
+  );
+  t.is(storageFailure(err), 'unreachable', String(err));
+  await sleep(100);
+  relay.resume();
+
+  await sleep(500);
+  t.deepEqual((await sql`select id from late`.execute(direct.db)).rows, [], 'both requests were answered 503: nothing of them may commit');
+  t.deepEqual((await sql<{ one: number }>`select 1 as one`.execute(relayed.db)).rows, [{ one: 1 }], 'and the pool goes on');
 });
 
 test('the server ends a session left idle inside a transaction past the statement timeout, releasing its locks', async (t) => {
