@@ -80,7 +80,7 @@ test('statements a partition held back are not run when the network returns, onc
   t.deepEqual((await sql<{ one: number }>`select 1 as one`.execute(relayed.db)).rows, [{ one: 1 }], 'and the pool goes on');
 });
 
-test('the server ends a session left idle inside a transaction past the statement timeout, releasing its locks', async (t) => {
+test('sessions ask the server to end them when left idle inside a transaction past the statement timeout; without a timeout they do not', async (t) => {
   const handle = await opened(t, { statementTimeoutMs: 1500 });
   t.deepEqual((await sql<{ idle_in_transaction_session_timeout: string }>`show idle_in_transaction_session_timeout`.execute(handle.db)).rows, [
     { idle_in_transaction_session_timeout: '1500ms' },

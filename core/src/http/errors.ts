@@ -7,6 +7,17 @@ export function errorBody(status: number, message: string, details?: Record<stri
   return { statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...details };
 }
 
+/**
+ * A database that could not take the request: 503, since nothing of the request was kept (its
+ * transaction rolled back) and a client may send it again. A lock held elsewhere or an outage
+ * fails every request alike, so each gets one warning without a stack; a full disk is an error.
+ */
+const STORAGE_ANSWERS = {
+  busy: { message: BUSY_MESSAGE, retryAfter: '1', warning: 'request failed: the database stayed locked' },
+  unreachable: { message: DATABASE_UNREACHABLE_MESSAGE, retryAfter: '5', warning: 'request failed: the database is unreachable' },
+  full: { message: STORAGE_FULL_MESSAGE, retryAfter: '60', warning: undefined },
+} as const;
+
 /** Maps every failure to `{statusCode, error, message}`; nothing ever answers with a stack. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -31,18 +42,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     // Not the whole error: a database error's `detail` can quote the row's values (`Key (id)=(...)`).
     const { name, code, message, stack } = err as FastifyError & { code?: string };
     const storage = storageFailure(err);
-    if (storage === 'busy') {
-      request.log.warn({ err: { type: name, code, message } }, 'request failed: the database stayed locked');
-      return reply.status(503).header('retry-after', '1').send(errorBody(503, BUSY_MESSAGE));
-    }
-    if (storage === 'unreachable') {
-      // One line per failed request and no stack: an outage fails every request alike.
-      request.log.warn({ err: { type: name, code, message } }, 'request failed: the database is unreachable');
-      return reply.status(503).header('retry-after', '5').send(errorBody(503, DATABASE_UNREACHABLE_MESSAGE));
-    }
-    request.log.error({ err: { type: name, code, message, stack } }, 'request failed');
-    // Nothing of the request was kept (its transaction rolled back), so a client may send it again.
-    if (storage === 'full') return reply.status(503).header('retry-after', '60').send(errorBody(503, STORAGE_FULL_MESSAGE));
+    const answer = storage && STORAGE_ANSWERS[storage];
+    if (answer?.warning) request.log.warn({ err: { type: name, code, message } }, answer.warning);
+    else request.log.error({ err: { type: name, code, message, stack } }, 'request failed');
+    if (answer) return reply.status(503).header('retry-after', answer.retryAfter).send(errorBody(503, answer.message));
     return reply.status(500).send(errorBody(500, 'Internal Server Error'));
   });
   app.setNotFoundHandler((request, reply) => reply.status(404).send(errorBody(404, 'Not Found')));
