@@ -169,6 +169,7 @@ test.serial('the six exact 400 answers of a single event', async (t) => {
     [{ ...store('s', EMAIL), subjectId: undefined }, 'Data subject ID is required for creation'],
     [{ eventType: 'STORE', subjectId: 's', applicationId: 'crm' }, 'Attribute is required for creation'],
     [{ ...store('s', EMAIL), timestamp: 'yesterday' }, 'Timestamp must be an ISO 8601 date-time'],
+    [{ ...store('s', EMAIL), timestamp: '2024-02-30T00:00:00Z' }, 'Timestamp must be an ISO 8601 date-time'],
     [{ ...store('s', EMAIL), data: { attribute: EMAIL, sensitivity: 'SECRET' } }, 'Sensitivity must be one of NORMAL, PERSONAL, SENSITIVE, CONFIDENTIAL'],
     [{ ...store('s', EMAIL), data: { attribute: EMAIL, regulations: [unique('NOREG')] } }, 'No such regulation'],
   ];
@@ -275,6 +276,24 @@ test('an application may only report on the attributes it may access', async (t)
   t.is(read.status, 403);
   t.is(read.body.message, 'Forbidden');
   t.is((await post(store(unique('subject'), AGE), apiKey)).status, 200);
+});
+
+test('an attribute the subject’s entity type may not hold is 400, as on a vaulted store, on both endpoints', async (t) => {
+  const type = unique('venue').toLowerCase();
+  t.is((await v.request('POST', '/entitytypes', { body: { key: type } })).status, 201);
+  const venue = unique('venue');
+  t.is((await v.request('POST', '/entities', { body: { id: venue, type } })).status, 201);
+  const pointId = unique('point');
+  const stored = await post(store(venue, EMAIL, { dataPointId: pointId }));
+  t.is(stored.status, 400);
+  t.is(stored.body.message, 'Attribute is not applicable to entity type');
+  const registering = await post({ eventType: 'READ', dataPointId: pointId, subjectId: venue, applicationId: 'crm', data: { attribute: EMAIL } });
+  t.is(registering.status, 400);
+  t.is(registering.body.message, 'Attribute is not applicable to entity type');
+  const inBulk = await v.request('POST', '/auditlogs/bulk', { body: [store(unique('subject'), EMAIL), store(venue, AGE)] });
+  t.is(inBulk.status, 400);
+  t.like(inBulk.body, { message: 'Attribute is not applicable to entity type', index: 1 });
+  t.is(await v.vault.db.selectFrom('datapoints').select('id').where('entity_id', '=', venue).executeTakeFirst(), undefined, 'no point registered');
 });
 
 test.serial('unknown fields, wrong types and broken JSON are 400 and record nothing', async (t) => {

@@ -6,7 +6,8 @@
  */
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import { newPointId } from '../datapoints/ids.js';
-import type { Definition } from '../definitions/repository.js';
+import { MESSAGES } from '../datapoints/plane.js';
+import { appliesTo, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf, type Schema, type ValueErrorStatuses } from '../definitions/schema.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import type { CandidatePoint, RuleEntity } from '../rules/engine.js';
@@ -78,7 +79,8 @@ export class EventPlanner {
 
   /**
    * The checks a STORE makes, in its order: the attribute exists (400), the caller may use
-   * it (403), the regulations exist (400), the value fits the schema.
+   * it (403), the regulations exist (400), the value fits the schema, the subject's type may
+   * hold the attribute (400).
    */
   private registration(e: ParsedEvent): Registration {
     const attribute = e.attribute!;
@@ -90,6 +92,7 @@ export class EventPlanner {
     const sensitivity = checkSensitivity(e.sensitivity);
     const leaves: Leaf[] = e.value === undefined ? [] : checkValue(definition.schema, e.value, attribute, this.ctx.statuses);
     const entity = this.ctx.entity(subjectId);
+    if (!appliesTo(definition, entity.type)) throw badRequest(MESSAGES.notApplicable);
     return {
       definition,
       subjectId,

@@ -9,7 +9,7 @@ import { blindIndex } from '../blindindex/blindindex.js';
 import { sealValue } from '../crypto/envelope.js';
 import { InsertBatch } from '../db/insert-rows.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
-import type { Definition } from '../definitions/repository.js';
+import { appliesTo, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf } from '../definitions/schema.js';
 import { resolveForStore } from '../entities/service.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
@@ -104,10 +104,7 @@ export class DataPointStore {
       // Inside: the work may run twice (a shared transaction that rolled back, then alone).
       const effects: RuleEffects[] = [];
       const { entity } = await resolveForStore(trx, input.entityId, requestedType, { find: (db, id) => findStoreContext(db, id, reusableKey) });
-      for (const definition of definitions.values()) {
-        const types = definition.entityTypes.length > 0 ? definition.entityTypes : [DATASUBJECT];
-        if (!types.includes(entity.type)) throw badRequest(MESSAGES.notApplicable);
-      }
+      for (const definition of definitions.values()) if (!appliesTo(definition, entity.type)) throw badRequest(MESSAGES.notApplicable);
       const entityTags = entity.tags;
 
       const overwritten = await existingRoots(trx, entity.id, [...definitions.values()].filter((d) => !d.repeatable).map((d) => d.key));

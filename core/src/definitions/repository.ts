@@ -18,6 +18,11 @@ export interface Definition {
   modifiedDate: string;
 }
 
+/** Whether entities of `entityType` may hold this attribute; no types listed means data subjects only. */
+export function appliesTo(definition: Definition, entityType: string): boolean {
+  return definition.entityTypes.length > 0 ? definition.entityTypes.includes(entityType) : entityType === 'datasubject';
+}
+
 /** Loads definitions with their tags, regulations and entity types, keyed by definition key. */
 export async function findDefinitions(db: Kysely<Database>, keys: readonly string[]): Promise<Map<string, Definition>> {
   const out = new Map<string, Definition>();

@@ -32,6 +32,7 @@ test('values are checked against primitives', (t) => {
   t.deepEqual(error(() => checkValue('int', 'forty', 'AGE')), { status: 422, message: 'Expected int for value of attribute AGE' });
   t.deepEqual(error(() => checkValue('string', { a: 1 }, 'NAME')), { status: 422, message: 'Expected string for value of attribute NAME' });
   t.deepEqual(error(() => checkValue('date', 'soon', 'D')), { status: 422, message: 'Expected date for value of attribute D' });
+  t.deepEqual(error(() => checkValue('date', '2023-02-29', 'D')), { status: 422, message: 'Expected date for value of attribute D' });
   t.deepEqual(error(() => checkValue('boolean', 'yes', 'B')), { status: 422, message: 'Expected boolean for value of attribute B' });
 });
 

@@ -4,6 +4,7 @@
  * holds a list of values of its schema.
  */
 import { badRequest, tooLarge, VaultError } from '../errors.js';
+import { startsWithCalendarDate } from '../util/time.js';
 
 export const PRIMITIVES = ['string', 'int', 'float', 'boolean', 'date', 'file'] as const;
 export type Primitive = (typeof PRIMITIVES)[number];
@@ -90,7 +91,7 @@ function checkPrimitive(type: Primitive, value: unknown, attribute: string, stat
       if (typeof value !== 'boolean' && value !== 'true' && value !== 'false') throw fail();
       return;
     case 'date':
-      if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(Date.parse(value))) throw fail();
+      if (typeof value !== 'string' || !startsWithCalendarDate(value) || Number.isNaN(Date.parse(value))) throw fail();
       return;
   }
 }

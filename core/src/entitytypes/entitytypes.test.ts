@@ -24,7 +24,10 @@ test('entity types are created, updated, listed, read and deleted', async (t) =>
   t.like(created.body.data, { key: 'company', name: 'Company', description: 'A legal person' });
   const updated = await v.request('POST', '/entitytypes', { body: { key: 'company', name: 'Organisation' } });
   t.is(updated.body.data.name, 'Organisation');
+  t.is(updated.body.data.description, 'A legal person', 'a member the update leaves out is kept');
   t.is(updated.body.data.createdDate, created.body.data.createdDate);
+  const cleared = await v.request('POST', '/entitytypes', { body: { key: 'company', description: null } });
+  t.like(cleared.body.data, { name: 'Organisation', description: null });
   const list = await v.request('GET', '/entitytypes');
   const keys = list.body.data.map((e: any) => e.key);
   t.true(keys.includes('company') && keys.includes('datasubject'));

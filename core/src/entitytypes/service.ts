@@ -43,12 +43,16 @@ export class EntityTypeService {
       throw badRequest('Entity type key must contain only alphanumeric characters, hyphens and underscores');
     }
     const now = nowIso();
+    // An update changes what the body names: a client making sure a type exists, with its key
+    // alone, does not wipe the name an operator gave it. `null` clears.
+    const changes = {
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.description !== undefined && { description: input.description }),
+    };
     await this.db
       .insertInto('entity_types')
-      .values({ key: input.key, name: input.name ?? null, description: input.description ?? null, system: 0, created_date: now, modified_date: now })
-      .onConflict((oc) =>
-        oc.column('key').doUpdateSet({ name: input.name ?? null, description: input.description ?? null, modified_date: now }),
-      )
+      .values({ key: input.key, name: null, description: null, ...changes, system: 0, created_date: now, modified_date: now })
+      .onConflict((oc) => oc.column('key').doUpdateSet({ ...changes, modified_date: now }))
       .execute();
     return this.get(input.key);
   }

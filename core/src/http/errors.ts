@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { storageFailure } from '../db/dialect.js';
+import { INVALID_JSON_MESSAGE } from './json.js';
 import { BUSY_MESSAGE, DATABASE_UNREACHABLE_MESSAGE, isVaultError, STORAGE_FULL_MESSAGE } from '../errors.js';
 
 export function errorBody(status: number, message: string, details?: Record<string, unknown>) {
@@ -35,7 +36,7 @@ export function installErrorHandling(app: FastifyInstance): void {
           : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
             ? 'Content type must be application/json'
             : err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY'
-              ? 'Body is not valid JSON'
+              ? INVALID_JSON_MESSAGE
               : err.message;
       return reply.status(status).send(errorBody(status, message));
     }

@@ -7,6 +7,7 @@ import { findStringDefect, jsonTooDeep, MAX_JSON_DEPTH, mayHoldStringDefect } fr
 export const NUL_MESSAGE = 'Strings may not contain NUL characters';
 export const INVALID_UTF8_MESSAGE = 'Body is not valid UTF-8';
 export const LONE_SURROGATE_MESSAGE = 'Strings may not contain unpaired surrogates';
+export const INVALID_JSON_MESSAGE = 'Body is not valid JSON';
 export const TOO_DEEP_MESSAGE = `Body is nested too deeply (at most ${MAX_JSON_DEPTH} levels)`;
 
 /**
@@ -33,7 +34,7 @@ export function installJsonParser(app: FastifyInstance): void {
       body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
     } catch (err) {
       const poisoned = /forbidden (prototype|constructor) property/.test((err as Error).message);
-      return done(badRequest(poisoned ? 'Body contains a forbidden property name' : 'Body is not valid JSON'), undefined);
+      return done(badRequest(poisoned ? 'Body contains a forbidden property name' : INVALID_JSON_MESSAGE), undefined);
     }
     if (mayHoldStringDefect(text)) {
       const defect = findStringDefect(body);

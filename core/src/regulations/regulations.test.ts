@@ -42,6 +42,18 @@ test('a regulation is created, then updated under the same key', async (t) => {
   t.like(second, { name: 'Sarbanes-Oxley Act', url: 'https://example.org/sox2', createdDate: first.createdDate });
 });
 
+test('an update changes only what the body names: the key alone keeps the name and address, null clears', async (t) => {
+  await v.request('POST', '/regulations', { body: { key: 'KEEP', name: 'Kept', url: 'https://example.org/kept' } });
+  t.is((await v.request('POST', '/regulations', { body: { key: 'KEEP' } })).status, 200);
+  t.like((await v.request('GET', '/regulations/KEEP')).body.data, { name: 'Kept', url: 'https://example.org/kept' });
+  t.is((await v.request('POST', '/regulations', { body: { key: 'KEEP', url: null } })).status, 200);
+  t.like((await v.request('GET', '/regulations/KEEP')).body.data, { name: 'Kept', url: null });
+  t.is((await v.request('POST', '/regulations', { body: { key: 'PCI_DSS' } })).status, 200);
+  t.like((await v.request('GET', '/regulations/PCI_DSS')).body.data, { name: 'Payment Card Industry Data Security Standard' });
+  t.is((await v.request('POST', '/regulations', { body: { key: 'ONLY_KEY' } })).status, 201);
+  t.like((await v.request('GET', '/regulations/ONLY_KEY')).body.data, { name: null, url: null });
+});
+
 test('unknown regulations: 404 No such regulation to read, Regulation not found to delete', async (t) => {
   const read = await v.request('GET', '/regulations/NOPE');
   t.is(read.status, 404);
@@ -128,6 +140,12 @@ test('the licence limits custom regulations, race-free; built-ins and updates do
     t.is(update.status, 200);
     const builtin = await limited.request('POST', '/regulations', { body: { key: 'GDPR', name: 'GDPR (EU) 2016/679' } });
     t.is(builtin.status, 200);
+
+    // Deleted and created again, a built-in still does not count: the limit is reached, yet it is created.
+    t.is((await limited.request('DELETE', '/regulations/HIPAA')).status, 200);
+    const again = await limited.request('POST', '/regulations', { body: { key: 'HIPAA', name: 'HIPAA' } });
+    t.is(again.status, 201);
+    t.is((await limited.request('POST', '/regulations', { body: { key: 'CUSTOM_MORE' } })).status, 402);
 
     // A start after the operator renamed a built-in keeps the new name.
     await Promise.all([limited.vault.regulations.seed(), limited.vault.regulations.seed()]);

@@ -40,6 +40,8 @@ export const BUILTIN_REGULATIONS: ReadonlyArray<{ key: string; name: string; url
   },
 ];
 
+const BUILTIN_KEYS = new Set(BUILTIN_REGULATIONS.map((r) => r.key));
+
 /** Serialises custom-regulation creation across PostgreSQL connections (see `upsert`). */
 const CUSTOM_REGULATION_LOCK = 0x7265_6775_6c61;
 
@@ -74,8 +76,12 @@ export class RegulationService {
       throw badRequest('Regulation key must contain only alphanumeric characters, hyphens and underscores');
     }
     const key = input.key;
-    const name = input.name ?? null;
-    const url = input.url ?? null;
+    // An update changes what the body names: a client making sure a regulation exists, with
+    // its key alone, does not wipe a built-in's name and address. `null` clears.
+    const changes = {
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.url !== undefined && { url: input.url }),
+    };
     const attempt = () =>
       this.db.transaction().execute(async (trx) => {
         const max = this.maxCustom();
@@ -87,10 +93,12 @@ export class RegulationService {
         const now = nowIso();
         const existing = await trx.selectFrom('regulations').select('key').where('key', '=', key).executeTakeFirst();
         if (existing) {
-          await trx.updateTable('regulations').set({ name, url, modified_date: now }).where('key', '=', key).execute();
+          await trx.updateTable('regulations').set({ ...changes, modified_date: now }).where('key', '=', key).execute();
           return 'updated' as const;
         }
-        if (max !== undefined) {
+        // A built-in deleted and created again is still one the vault ships with.
+        const builtin = BUILTIN_KEYS.has(key);
+        if (max !== undefined && !builtin) {
           const { count } = await trx
             .selectFrom('regulations')
             .select((eb) => eb.fn.countAll().as('count'))
@@ -98,7 +106,10 @@ export class RegulationService {
             .executeTakeFirstOrThrow();
           if (toNumber(count) >= max) throw paymentRequired(`Your current subscription is limited to ${max} custom regulations`);
         }
-        await trx.insertInto('regulations').values({ key, name, url, builtin: 0, created_date: now, modified_date: now }).execute();
+        await trx
+          .insertInto('regulations')
+          .values({ key, name: null, url: null, ...changes, builtin: builtin ? 1 : 0, created_date: now, modified_date: now })
+          .execute();
         return 'created' as const;
       });
     try {

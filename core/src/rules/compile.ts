@@ -13,6 +13,7 @@ import { absent, clip, isObject, MAX_NAME, type Json } from './compile-input.js'
 import type { CompiledRule, RuleReferences, RuleType } from './model.js';
 
 export const MAX_RULE_JSON = 65_536;
+export const RULE_NOT_JSON = 'Cannot parse JSON of rule';
 
 /** Members of the rule itself; the three the vault sets are accepted and ignored. */
 const RULE_MEMBERS = new Set(['key', 'name', 'type', 'constraint', 'action', 'executionOrder', 'createdDate', 'modifiedDate']);
@@ -32,7 +33,7 @@ function emptyReferences(): RuleReferences {
 const MAX_JSON_LEVELS = 2 * MAX_DEPTH + 4;
 
 export function parseRule(input: unknown): ParsedRule {
-  if (!isObject(input)) throw badRequest('Cannot parse JSON of rule');
+  if (!isObject(input)) throw badRequest(RULE_NOT_JSON);
   // Before anything recursive (JSON.stringify, parseConstraint) touches the input.
   if (valueTooDeep(input, MAX_JSON_LEVELS)) throw badRequest('Rule constraints are nested too deeply');
   for (const member of Object.keys(input)) {

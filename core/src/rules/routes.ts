@@ -1,7 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
+import { badRequest, isVaultError } from '../errors.js';
+import { INVALID_JSON_MESSAGE } from '../http/json.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
+import { RULE_NOT_JSON } from './compile.js';
 import { ruleRequestBody } from './openapi.js';
 
 const freeForm = { type: 'object', additionalProperties: true } as const;
@@ -32,6 +35,11 @@ export const ruleRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { va
         summary: 'Create or update a rule (by key)',
         body: ruleRequestBody,
         response: { 200: confirmation, 201: confirmation, ...errors(400, 402, 403, 422) },
+      },
+      // The interface names this endpoint's own answer to a body that is not JSON; what a
+      // handler throws goes on to the vault's error handler.
+      errorHandler: (err) => {
+        throw isVaultError(err) && err.message === INVALID_JSON_MESSAGE ? badRequest(RULE_NOT_JSON) : err;
       },
     },
     async (request, reply) => {

@@ -1,9 +1,18 @@
 import test from 'ava';
-import { parseIsoDate, withOffset } from './time.js';
+import { parseIsoDate, startsWithCalendarDate, withOffset } from './time.js';
 
 test('dates are normalised to UTC and given an explicit offset for data points', (t) => {
   t.is(parseIsoDate('2020-09-03T04:18:54.123+02:00'), '2020-09-03T02:18:54.123Z');
   t.is(withOffset('2020-09-03T02:18:54.123Z'), '2020-09-03T02:18:54.123+00:00');
   t.is(parseIsoDate('yesterday'), undefined);
   t.is(parseIsoDate(12), undefined);
+});
+
+test('a date that names no day of the calendar is no date, rather than the day Date.parse rolls it over to', (t) => {
+  for (const day of ['2023-02-29', '2024-02-30', '2024-04-31', '2024-13-01', '2024-00-10', '2024-01-00', '1900-02-29']) {
+    t.false(startsWithCalendarDate(day), day);
+    t.is(parseIsoDate(`${day}T00:00:00Z`), undefined, day);
+  }
+  for (const day of ['2024-02-29', '2000-02-29', '2023-12-31', '2024-04-30']) t.true(startsWithCalendarDate(day), day);
+  t.is(parseIsoDate('2024-02-29T23:59:59.999-01:00'), '2024-03-01T00:59:59.999Z');
 });

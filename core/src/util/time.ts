@@ -17,10 +17,26 @@ export function withOffset(iso: string): string {
   return iso.endsWith('Z') ? `${iso.slice(0, -1)}+00:00` : iso;
 }
 
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * Whether text starts with a `YYYY-MM-DD` that names a day of the calendar. Date.parse takes
+ * any day up to 31 in any month and rolls `2024-02-30` over into 1 March, so a record would
+ * keep a day nobody sent.
+ */
+export function startsWithCalendarDate(input: string): boolean {
+  const match = /^(\d{4})-(\d{2})-(\d{2})/.exec(input);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!);
+}
+
 /** Accepts any ISO 8601 form; returns the canonical UTC form, or undefined when unparsable. */
 export function parseIsoDate(input: unknown): string | undefined {
   if (typeof input !== 'string' || input.length === 0 || input.length > 64) return undefined;
-  if (!/^\d{4}-\d{2}-\d{2}/.test(input)) return undefined;
+  if (!startsWithCalendarDate(input)) return undefined;
   const ms = Date.parse(input);
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
