@@ -215,6 +215,9 @@ test('GET /alerts is for admins, and refuses bad filters with 400', async (t) =>
   }
   const fromMessage = await v.request('GET', '/alerts', { query: { from: 'yesterday' } });
   t.is(fromMessage.body.message, 'from must be an ISO 8601 date');
+  const levelMessage = await v.request('GET', '/alerts', { query: { level: 'CRITICAL' } });
+  t.is(levelMessage.status, 400);
+  t.is(levelMessage.body.message, 'level must be one of NORMAL, INFO, WARNING, DANGER, SUCCESS, NEUTRAL');
 });
 
 test('VAULT_ALERT_WEBHOOKS is a comma-separated list of http(s) URLs', (t) => {

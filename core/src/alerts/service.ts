@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
+import { ALERT_LEVELS } from '../rules/model.js';
 import type { AlertsTable } from '../rules/tables.js';
 import { nowIso, parseIsoDate } from '../util/time.js';
 import type { WebhookDelivery } from './webhooks.js';
@@ -116,7 +117,12 @@ export class AlertService {
     if (!Number.isSafeInteger(count) || count < 1 || count > 1000) throw badRequest('count must be from 1 to 1000');
     let q = this.db.selectFrom('alerts').selectAll();
     if (query.rule !== undefined) q = q.where('rule_key', '=', query.rule);
-    if (query.level !== undefined) q = q.where('level', '=', query.level.toUpperCase());
+    if (query.level !== undefined) {
+      // A misspelt level would otherwise answer an empty list, as if nothing had been raised.
+      const level = query.level.toUpperCase();
+      if (!(ALERT_LEVELS as readonly string[]).includes(level)) throw badRequest(`level must be one of ${ALERT_LEVELS.join(', ')}`);
+      q = q.where('level', '=', level);
+    }
     if (query.from !== undefined) {
       const from = parseIsoDate(query.from);
       if (!from) throw badRequest('from must be an ISO 8601 date');
