@@ -46,6 +46,13 @@ let supportKey: string;
 let requests: ConsoleSession['requests'];
 let consoleLines: string[];
 let scripts: Map<string, Buffer>;
+/** Whether the element is wholly inside the window as scrolled. */
+async function inViewport(locator: ReturnType<Page['locator']>): Promise<boolean> {
+  const box = await locator.boundingBox();
+  const size = page.viewportSize();
+  return Boolean(box && size && box.y >= 0 && box.y + box.height <= size.height);
+}
+
 const shot: ConsoleSession['shot'] = (name, options) => session.shot(name, options);
 const go: ConsoleSession['go'] = (hash, heading) => session.go(hash, heading);
 
@@ -128,6 +135,7 @@ test.serial('2. an attribute definition and a rule are created in the console', 
   await page.getByLabel('attributes').fill('CONTACT');
   await page.getByRole('button', { name: 'Create rule' }).click();
   await page.getByRole('heading', { level: 1, name: /Rule contact-stored/ }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'Rule created' }).waitFor();
   const rule = await callVault(vault, 'GET', '/rules/contact-stored');
   t.like(rule.body.data, {
     key: 'contact-stored',
@@ -305,6 +313,46 @@ test.serial('the overview lists the newest activity first, reads of several poin
   await shot('13-overview-read-entries');
 });
 
+test.serial('what an officer runs into: a mistyped or purged subject, a broken address, a 400-character id, the newest first', async (t) => {
+  // A mistyped id: nothing to act on, and nothing created by looking.
+  await go('subjects/no-such-subject', 'Subject no-such-subject');
+  await page.getByText('No data subject has this id').waitFor();
+  t.is(await page.getByRole('button', { name: 'Set legal hold' }).count(), 0);
+  t.is(await page.getByRole('button', { name: 'Reveal values' }).count(), 0);
+  t.is((await callVault(vault, 'GET', '/datasubjects/no-such-subject')).status, 404);
+  // The purged subject's history stays, newest first: the purge's DELETE records lead.
+  await go(`subjects/${SUBJECT}`, `Subject ${SUBJECT}`);
+  const history = page.getByRole('region', { name: 'Activity of the subject' });
+  await history.getByRole('row').nth(1).waitFor();
+  t.regex(await history.getByRole('row').nth(1).innerText(), /DELETE/);
+
+  // A broken %-escape typed in the address is no page, not a blank one (and no script error:
+  // the last test checks the console log).
+  await page.goto(`${vault.url}/console#/subjects/%E0%A4%A`);
+  await page.getByText('No such page.').waitFor();
+
+  // A subject id of 400 characters ends in an ellipsis instead of widening the table.
+  const long = `x${'0123456789'.repeat(40)}`;
+  const stored = await callVault(vault, 'POST', '/auditlogs', { eventType: 'STORE', subjectId: long, applicationId: 'crm', data: { attribute: 'NOTE' } });
+  t.is(stored.status, 200);
+  await go('activity', 'Activity log');
+  const table = page.getByRole('region', { name: 'Activity records' });
+  // Newest first by default: the STORE just reported is the first row.
+  await table.getByRole('link', { name: long }).waitFor();
+  t.is(await table.getByRole('link', { name: long }).getAttribute('title'), long, 'the whole id is its title');
+  t.regex(await table.getByRole('row').nth(1).innerText(), new RegExp(long.slice(0, 40)));
+  const overflow = await table.evaluate((wrap: any) => wrap.scrollWidth - wrap.clientWidth);
+  await shot('14-activity-long-id');
+  t.true(overflow <= 0, `the activity table fits its frame (${overflow}px too wide)`);
+
+  // The search form says when an attribute cannot be searched by value.
+  await go('subjects', 'Data subjects');
+  await page.getByLabel('Attribute', { exact: true }).fill('NOTE');
+  await page.getByLabel('Value', { exact: true }).fill('Navy');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('alert').filter({ hasText: 'NOTE is not an indexed attribute' }).waitFor();
+});
+
 test.serial('9. the chain verifies, and after an edit in the database the console points at the record', async (t) => {
   await go('activity', 'Activity log');
   // Sealing runs in the background: wait until every record is chained.
@@ -343,8 +391,11 @@ test.serial("the registry shows the vault's 409 and 402 as it worded them", asyn
   await go('registry', 'Registry');
   await page.getByRole('button', { name: 'Delete CONTACT' }).click();
   await page.getByRole('button', { name: 'Yes, delete CONTACT' }).click();
-  await page.getByRole('alert').filter({ hasText: /^409 Cannot delete attribute, because it is (in use|referenced by rule)$/ }).waitFor();
+  const refusal = page.getByRole('alert').filter({ hasText: /^409 Cannot delete attribute, because it is (in use|referenced by rule)$/ });
+  await refusal.waitFor();
   t.is((await callVault(vault, 'GET', '/attributes/CONTACT')).status, 200);
+  await page.waitForTimeout(500); // the scroll is smooth in some browsers; this one jumps
+  t.true(await inViewport(refusal), 'the refusal is brought into view, not drawn under the form below the table');
 
   await page.getByRole('tab', { name: 'Regulations' }).click();
   await page.getByRole('cell', { name: 'GDPR', exact: true }).waitFor();

@@ -22,7 +22,12 @@ const NAV = [
 ];
 
 function parseHash() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  let parts;
+  try {
+    parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  } catch {
+    return { page: 'not-found' }; // an address typed or pasted with a broken %-escape
+  }
   return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || undefined };
 }
 

@@ -20,19 +20,36 @@ export function useLoad(load, deps = []) {
   return { ...state, reload: () => setTick((t) => t + 1) };
 }
 
+/**
+ * A message that answers something the user did may be drawn away from where they did it (a
+ * delete in a long table answers under the form below it): `intoView` brings it into view.
+ * Not for what a page shows as it loads, or opening a page would scroll it.
+ */
+function useIntoView(message, wanted) {
+  const ref = useRef();
+  // Markup is new at every render: only its arrival counts, or a re-render would scroll back.
+  const identity = typeof message === 'object' && message !== null && !(message instanceof Error) ? true : message;
+  useEffect(() => {
+    if (wanted && identity) ref.current?.scrollIntoView?.({ block: 'nearest' });
+  }, [identity]);
+  return ref;
+}
+
 /** An API error as the vault worded it; a 403 on an admin page says what is missing. */
-export function ErrorBox({ error, admin }) {
+export function ErrorBox({ error, admin, intoView = false }) {
+  const ref = useIntoView(error, intoView);
   if (!error) return null;
   const status = error instanceof ApiError ? error.status : 0;
   const hint = status === 403 && admin ? html`<p>This needs an administrator's API key; yours may not see it.</p>` : null;
-  return html`<div class="error" role="alert">
+  return html`<div class="error" role="alert" ref=${ref}>
     <strong>${status ? `${status} ` : ''}${error.message}</strong>${hint}
   </div>`;
 }
 
-export function Notice({ children, kind = 'ok' }) {
+export function Notice({ children, kind = 'ok', intoView = false }) {
+  const ref = useIntoView(children, intoView);
   if (!children) return null;
-  return html`<div class=${`notice ${kind}`} role="status">${children}</div>`;
+  return html`<div class=${`notice ${kind}`} role="status" ref=${ref}>${children}</div>`;
 }
 
 export function Loading({ what = 'Loading' }) {

@@ -182,6 +182,9 @@ test('activity: filters, paging and verification; admins only', async (t) => {
   t.deepEqual(walked.slice(2, 4), page);
   t.is(walked.length, 5);
   t.true(walked.every((r, i) => i === 0 || r.sequence! > walked[i - 1].sequence!), 'oldest first');
+  const newest: ActivityRecord[] = [];
+  for await (const r of v.admin.activity.all({ subjectId: subject, count: 2, order: 'newest' })) newest.push(r);
+  t.deepEqual(newest, [...walked].reverse(), 'newest first is the reverse');
   t.true(walked.every((r) => r.sealed && /^[0-9a-f]{64}$/.test(r.hash!)));
 
   const verification = await v.admin.activity.verify();

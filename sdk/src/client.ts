@@ -325,7 +325,7 @@ async function* pages<T>(pageSize: number, fetchPage: (page: number, count: numb
 export class ActivityApi {
   constructor(private readonly send: Send) {}
 
-  /** One page of the activity log, oldest first. */
+  /** One page of the activity log, oldest first unless `order: 'newest'`. */
   list(filter: ActivityFilter = {}, options: CallOptions = {}): Promise<ActivityRecord[]> {
     return this.send({ method: 'GET', path: '/activity', query: { ...filter }, idempotent: true, signal: options.signal });
   }

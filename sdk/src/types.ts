@@ -492,6 +492,8 @@ export interface ActivityFilter {
   fromSequence?: number;
   /** Sealed records up to this position of the chain. */
   toSequence?: number;
+  /** `oldest` (default) or `newest`: the same records in exactly the reverse order. */
+  order?: 'oldest' | 'newest';
   /** 0-based. */
   page?: number;
   /** 1 to 1000; default 100. */

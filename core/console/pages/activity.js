@@ -12,7 +12,7 @@ export function useApplicationNames(admin) {
 export const activityColumns = (appNames = new Map()) => [
   { label: 'Time', render: (r) => when(r.timestamp) },
   { label: 'Event', key: 'eventType' },
-  { label: 'Subject', render: (r) => (r.subjectId ? html`<a href=${`#/subjects/${seg(r.subjectId)}`}>${r.subjectId}</a>` : fmt()) },
+  { label: 'Subject', render: (r) => (r.subjectId ? html`<a href=${`#/subjects/${seg(r.subjectId)}`} title=${r.subjectId}>${r.subjectId}</a>` : fmt()) },
   { label: 'Attribute', key: 'attribute' },
   { label: 'Application', render: (r) => html`<span title=${r.applicationId}>${appNames.get(r.applicationId) ?? r.applicationId}</span>` },
   { label: 'User', key: 'applicationUser' },
@@ -25,7 +25,7 @@ export const activityColumns = (appNames = new Map()) => [
           ? html`<span title=${`Point ${r.part} of one read, recorded as one record`}>#${r.sequence}.${r.part}</span>`
           : `#${r.sequence}`,
   },
-  { label: 'Data point', render: (r) => html`<span class="mono small">${r.dataPointId ?? '—'}</span>` },
+  { label: 'Data point', render: (r) => html`<span class="mono small" title=${r.dataPointId}>${r.dataPointId ?? '—'}</span>` },
   { label: 'Report-only', key: 'reportOnly' },
 ];
 
@@ -43,7 +43,12 @@ export function toCsv(rows) {
   return [CSV_FIELDS.join(','), ...rows.map((r) => CSV_FIELDS.map((f) => csvCell(r[f])).join(','))].join('\r\n') + '\r\n';
 }
 
-const EMPTY = { subjectId: '', dataPointId: '', attribute: '', eventType: '', applicationId: '', applicationUser: '', from: '', to: '' };
+// Newest first: what an officer asking "who read this lately" wants on the first page.
+const EMPTY = { subjectId: '', dataPointId: '', attribute: '', eventType: '', applicationId: '', applicationUser: '', from: '', to: '', order: 'newest' };
+const ORDERS = [
+  { value: 'newest', label: 'Newest first' },
+  { value: 'oldest', label: 'Oldest first' },
+];
 const COUNT = 50;
 
 function toQuery(f) {
@@ -94,8 +99,8 @@ export function Activity({ admin, id }) {
   };
   // The record and the one before it: verification cannot tell which of the two was touched.
   const show = (sequence) => {
-    setForm(EMPTY);
-    setFilters({ ...EMPTY, fromSequence: Math.max(1, sequence - 1), toSequence: sequence });
+    setForm({ ...EMPTY, order: 'oldest' });
+    setFilters({ ...EMPTY, order: 'oldest', fromSequence: Math.max(1, sequence - 1), toSequence: sequence });
     setHighlight(sequence);
     setPage(0);
     setVersion((v) => v + 1);
@@ -115,6 +120,7 @@ export function Activity({ admin, id }) {
         <${TextInput} id="f-user" label="User" value=${form.applicationUser} onInput=${set('applicationUser')} />
         <${TextInput} id="f-from" label="From (UTC)" type="datetime-local" value=${form.from} onInput=${set('from')} />
         <${TextInput} id="f-to" label="To (UTC)" type="datetime-local" value=${form.to} onInput=${set('to')} />
+        <${Select} id="f-order" label="Order" value=${form.order} onChange=${set('order')} options=${ORDERS} />
       </div>
       <div class="actions">
         <button type="submit" class="primary">Apply filters</button>
@@ -129,6 +135,9 @@ export function Activity({ admin, id }) {
     ${chain ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
     ${filters.toSequence
       ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button></${Notice}>`
+      : null}
+    ${filters.from && filters.to && filters.from > filters.to
+      ? html`<${Notice} kind="warn">From is later than To: no record can match.</${Notice}>`
       : null}
     <${ErrorBox} error=${rows.error} admin=${!admin} />
     ${rows.loading && !rows.data ? html`<${Loading} />` : null}

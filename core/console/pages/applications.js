@@ -63,7 +63,7 @@ export function Applications({ admin }) {
     <${PageTitle} sub="Who may call the vault, and which attributes each may touch.">Applications</${PageTitle}>
     ${created ? html`<${NewKey} ...${created} onDone=${() => setCreated(undefined)} />` : null}
     <${ErrorBox} error=${apps.error} admin=${!admin} />
-    <${Notice}>${notice}</${Notice}>
+    <${Notice} intoView>${notice}</${Notice}>
     ${apps.loading && !apps.data ? html`<${Loading} />` : null}
     ${apps.data
       ? html`<${Table}
@@ -88,7 +88,7 @@ export function Applications({ admin }) {
             <${TextInput} id="app-attributes" label="Attributes" hint="Comma-separated keys, or * for all" value=${attributes} onInput=${setAttributes} />
           </div>
           <${Check} id="app-admin" label="Administrator (manages the registry, rules and applications)" checked=${isAdmin} onChange=${setIsAdmin} />
-          <${ErrorBox} error=${error} />
+          <${ErrorBox} error=${error} intoView />
           <div class="actions"><button type="submit" class="primary" disabled=${!name.trim()}>Create application</button></div>
         </form>`
       : null}

@@ -1,22 +1,10 @@
 import { html } from '../lib.js';
-import { get, getAll } from '../api.js';
+import { get } from '../api.js';
 import { ErrorBox, Level, Loading, PageTitle, Table, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 import { activityColumns, useApplicationNames } from './activity.js';
 
-/**
- * The newest `count` entries. The log pages oldest first and a record can hold several
- * entries (a read of many points), so entry pages cannot be found from the head's sequence;
- * the last `count` records hold at least `count` entries, so ask for them by sequence. The
- * head seals pending records first.
- */
-async function latestActivity(count = 10) {
-  const head = await get('/activity/head');
-  const total = head.sequence ?? 0;
-  if (total === 0) return [];
-  const rows = await getAll('/activity', { fromSequence: Math.max(1, total - count + 1), toSequence: total });
-  return rows.slice(-count).reverse();
-}
+const latestActivity = (count = 10) => get('/activity', { order: 'newest', count });
 
 export function Overview({ admin }) {
   const stats = useLoad(() => get('/stats'));

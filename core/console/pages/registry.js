@@ -6,7 +6,7 @@ import { Check, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table,
  * One registry collection: a list, a form that creates or (from a row's Edit) updates, and
  * delete. The vault's answers, 409 and 402 included, are shown as it worded them.
  */
-function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, admin, fixed = () => false, editable = true }) {
+function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, admin, fixed = () => false, editable = true, deleting = (id) => `Yes, delete ${id}` }) {
   const items = useLoad(() => get(path));
   const [form, setForm] = useState(toForm());
   const [editing, setEditing] = useState();
@@ -62,7 +62,7 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
                   ? html`<span class="muted small">managed by the vault</span>`
                   : html`<span class="row-actions">
                       ${editable ? html`<button type="button" onClick=${() => edit(item)} aria-label=${`Edit ${idOf(item)}`}>Edit</button>` : null}
-                      <${ConfirmButton} label="Delete" ariaLabel=${`Delete ${idOf(item)}`} confirm=${`Yes, delete ${idOf(item)}`} onConfirm=${() => remove(item)} /></span>`,
+                      <${ConfirmButton} label="Delete" ariaLabel=${`Delete ${idOf(item)}`} confirm=${deleting(idOf(item))} onConfirm=${() => remove(item)} /></span>`,
             },
           ]}
           rows=${items.data}
@@ -72,8 +72,8 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
     <form class="card" id=${`${path.slice(1)}-form`} onSubmit=${submit} aria-label=${editing ? `Edit ${name}` : `New ${name}`}>
       <h3>${editing ? html`Edit ${name.toLowerCase()} <span class="mono">${editing}</span>` : `New ${name.toLowerCase()}`}</h3>
       <${Fields} form=${form} set=${(patch) => setForm({ ...form, ...patch })} editing=${editing} />
-      <${ErrorBox} error=${error} admin=${!admin} />
-      <${Notice}>${notice}</${Notice}>
+      <${ErrorBox} error=${error} admin=${!admin} intoView />
+      <${Notice} intoView>${notice}</${Notice}>
       <div class="actions">
         <button type="submit" class="primary">${editing ? 'Save' : 'Create'}</button>
         ${editing ? html`<button type="button" onClick=${() => (setEditing(undefined), setForm(toForm()))}>Cancel</button>` : null}
@@ -169,7 +169,8 @@ const entityTypes = {
     { label: 'Description', key: 'description' },
   ],
   toForm: (t = {}) => ({ key: t.key ?? '', name: t.name ?? '', description: t.description ?? '' }),
-  toBody: (f) => ({ key: f.key.trim(), ...(f.name ? { name: f.name } : {}), ...(f.description ? { description: f.description } : {}) }),
+  // An emptied field is sent as null: the vault keeps what a body leaves out.
+  toBody: (f) => ({ key: f.key.trim(), name: f.name || null, description: f.description || null }),
   Fields: ({ form, set, editing }) => html`<div class="row">
     <${TextInput} id="et-key" label="Key" value=${form.key} onInput=${(key) => set({ key })} readOnly=${Boolean(editing)} required />
     <${TextInput} id="et-name" label="Name" value=${form.name} onInput=${(name) => set({ name })} />
@@ -183,6 +184,7 @@ const tags = {
   idOf: (t) => t.name,
   // A tag is only its name: there is nothing to edit.
   editable: false,
+  deleting: (name) => `Yes, delete ${name} and untag every definition, subject and data point`,
   empty: 'No tags yet.',
   columns: [
     { label: 'Tag', render: (t) => html`<span class="badge">${t.name}</span>` },
@@ -197,6 +199,7 @@ const regulations = {
   name: 'Regulation',
   path: '/regulations',
   idOf: (r) => r.key,
+  deleting: (key) => `Yes, delete ${key} and remove it from every definition and data point`,
   empty: 'No regulations.',
   columns: [
     { label: 'Key', render: (r) => html`<span class="mono">${r.key}</span>` },
@@ -204,7 +207,7 @@ const regulations = {
     { label: 'URL', render: (r) => fmt(r.url) },
   ],
   toForm: (r = {}) => ({ key: r.key ?? '', name: r.name ?? '', url: r.url ?? '' }),
-  toBody: (f) => ({ key: f.key.trim(), ...(f.name ? { name: f.name } : {}), ...(f.url ? { url: f.url } : {}) }),
+  toBody: (f) => ({ key: f.key.trim(), name: f.name || null, url: f.url || null }),
   Fields: ({ form, set, editing }) => html`<div class="row">
     <${TextInput} id="reg-key" label="Key" value=${form.key} onInput=${(key) => set({ key })} readOnly=${Boolean(editing)} required />
     <${TextInput} id="reg-name" label="Name" value=${form.name} onInput=${(name) => set({ name })} />

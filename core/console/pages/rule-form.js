@@ -70,7 +70,7 @@ function Condition({ index, condition, onChange, onRemove }) {
             <${TextInput} id=${id('value')} label="Value" value=${condition.value} onInput=${(value) => set({ value })} />`
         : null}
       ${condition.type === 'sentiment'
-        ? html`<${TextInput} id=${id('threshold')} label="Threshold (-1 to 1)" type="number" step="0.1" min="-1" max="1" value=${condition.threshold} onInput=${(t) => set({ threshold: Number(t) })} />`
+        ? html`<${TextInput} id=${id('threshold')} label="Threshold (-1 to 1)" type="number" step="0.1" min="-1" max="1" value=${condition.threshold} onInput=${(t) => set({ threshold: t.trim() === '' ? undefined : Number(t) })} />`
         : null}
     </div>
     <button type="button" class="link" onClick=${onRemove}>Remove condition ${index + 1}</button>

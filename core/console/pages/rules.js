@@ -42,13 +42,20 @@ function editable(rule) {
   return rest;
 }
 
+/** The answer to a create, kept across the move to the new rule's own address (a new editor). */
+let createdNotice;
+
 export function RuleEditor({ id, admin }) {
   const isNew = id === 'new';
   const [rule, setRule] = useState(isNew ? NEW_RULE : undefined);
   const [json, setJson] = useState(isNew ? JSON.stringify(NEW_RULE, null, 2) : '');
   const [jsonError, setJsonError] = useState();
   const [error, setError] = useState();
-  const [notice, setNotice] = useState();
+  const [notice, setNotice] = useState(() => {
+    const carried = createdNotice;
+    createdNotice = undefined;
+    return carried;
+  });
   const [loadError, setLoadError] = useState();
   const [deleted, setDeleted] = useState(false);
 
@@ -86,7 +93,10 @@ export function RuleEditor({ id, admin }) {
     try {
       const answer = await api('POST', '/rules', { body: rule });
       setNotice(answer.data);
-      if (isNew) location.hash = `#/rules/${seg(rule.key)}`;
+      if (isNew) {
+        createdNotice = answer.data;
+        location.hash = `#/rules/${seg(rule.key)}`;
+      }
     } catch (err) {
       setError(err);
     }
@@ -113,8 +123,8 @@ export function RuleEditor({ id, admin }) {
       <p class="muted small">Everything the form does not cover (nested constraints, geolocation subdivisions, retention dates…) is edited here. Both stay in step.</p>
       <textarea id="rule-json" class="json" rows="14" spellcheck="false" value=${json} onInput=${(e) => fromJson(e.currentTarget.value)} aria-invalid=${Boolean(jsonError)} aria-describedby="rule-json-error"></textarea>
       <p id="rule-json-error" class="field-error" role="alert">${jsonError ? `Not valid JSON: ${jsonError}` : ''}</p>
-      <${ErrorBox} error=${error} admin=${!admin} />
-      <${Notice}>${notice}</${Notice}>
+      <${ErrorBox} error=${error} admin=${!admin} intoView />
+      <${Notice} intoView>${notice}</${Notice}>
       <div class="actions">
         <button type="submit" class="primary" disabled=${Boolean(jsonError)}>${isNew ? 'Create rule' : 'Save rule'}</button>
         ${isNew ? null : html`<span class="spacer"></span><${ConfirmButton} label="Delete rule" confirm="Delete this rule" onConfirm=${remove} />`}

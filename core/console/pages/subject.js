@@ -3,6 +3,8 @@ import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js'
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
 
+const ACTIVITY_SHOWN = 100;
+
 async function allPoints(subjectId) {
   const all = [];
   for (let page = 0; ; page++) {
@@ -24,7 +26,7 @@ function showValue(value) {
 export function Subject({ id, admin }) {
   const subject = useLoad(() => get(`/datasubjects/${seg(id)}`), [id]);
   const points = useLoad(() => allPoints(id), [id]);
-  const activity = useLoad(() => get('/activity', { subjectId: id, count: 100 }), [id]);
+  const activity = useLoad(() => get('/activity', { subjectId: id, order: 'newest', count: ACTIVITY_SHOWN }), [id]);
   const appNames = useApplicationNames(admin);
   // Decrypted values live in this component's memory only and go when it unmounts.
   const [values, setValues] = useState();
@@ -53,6 +55,7 @@ export function Subject({ id, admin }) {
       const header = await keyFileToHeader(keyFile);
       const read = await api('GET', `/datasubjects/${seg(id)}/attributes`, { headers: { 'x-decryption-key': header } });
       setValues(new Map(read.data.map((p) => [p.dataPointId, p.value])));
+      activity.reload(); // the reveal is a read, recorded like any other
       setNotice(`Revealed ${read.data.length} value${read.data.length === 1 ? '' : 's'}. They are kept on this page only.`);
     });
 
@@ -92,6 +95,7 @@ export function Subject({ id, admin }) {
     act('delete', async () => {
       const r = await api('DELETE', `/datasubjects/${seg(id)}/attributes/${seg(attribute)}`);
       points.reload();
+      activity.reload();
       setNotice(`${attribute}: ${r?.data ?? 'deleted'}`);
     });
 
@@ -105,6 +109,27 @@ export function Subject({ id, admin }) {
 
   if (purged) {
     return html`<section><${PageTitle}>Subject ${id}</${PageTitle}><${Notice}>${notice}</${Notice}><p><a href="#/subjects">Back to data subjects</a></p></section>`;
+  }
+
+  const activitySection = html`<section class="card" aria-labelledby="subject-activity">
+    <h2 id="subject-activity">Activity</h2>
+    ${activity.error
+      ? html`<${ErrorBox} error=${activity.error} admin=${!admin} />`
+      : activity.data
+        ? html`${activity.data.length === ACTIVITY_SHOWN ? html`<p class="muted small">The latest ${ACTIVITY_SHOWN} entries, newest first.</p>` : null}
+            <${Table} caption="Activity of the subject" columns=${activityColumns(appNames)} rows=${activity.data} empty="No activity recorded." />
+            <p><a href=${`#/activity/${seg(id)}`}>This subject in the activity log (all entries, filters, CSV export) →</a></p>`
+        : html`<${Loading} />`}
+  </section>`;
+
+  // A mistyped or purged id: nothing to act on (a legal hold would create the subject), but
+  // the history of a purged subject stays and is shown.
+  if (subject.error?.status === 404) {
+    return html`<section>
+      <${PageTitle} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
+      <p class="notice warn" role="status">No data subject has this id. If it was purged, its activity history is below.</p>
+      ${activitySection}
+    </section>`;
   }
 
   const roots = (points.data ?? []).filter((p) => !p.structureRootId);
@@ -132,8 +157,8 @@ export function Subject({ id, admin }) {
           <div><dt>Created</dt><dd>${when(subject.data.created)}</dd></div>
         </dl>`
       : null}
-    <${ErrorBox} error=${error} admin=${!admin} />
-    <${Notice}>${notice}</${Notice}>
+    <${ErrorBox} error=${error} admin=${!admin} intoView />
+    <${Notice} intoView>${notice}</${Notice}>
 
     <section class="card" aria-labelledby="points">
       <h2 id="points">Data points</h2>
@@ -177,14 +202,6 @@ export function Subject({ id, admin }) {
       </form>
     </section>
 
-    <section class="card" aria-labelledby="subject-activity">
-      <h2 id="subject-activity">Activity</h2>
-      ${activity.error
-        ? html`<${ErrorBox} error=${activity.error} admin=${!admin} />`
-        : activity.data
-          ? html`<${Table} caption="Activity of the subject" columns=${activityColumns(appNames)} rows=${activity.data} empty="No activity recorded." />
-              <p><a href=${`#/activity/${seg(id)}`}>This subject in the activity log (filters, CSV export) →</a></p>`
-          : html`<${Loading} />`}
-    </section>
+    ${activitySection}
   </section>`;
 }

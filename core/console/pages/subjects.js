@@ -43,6 +43,12 @@ export function Subjects() {
     e.preventDefault();
     setError(undefined);
     setFound(undefined);
+    // The vault ignores a value on an attribute it keeps no blind index for: say so, rather
+    // than report that no subject holds the value.
+    if (definitions.data && !paths.includes(attribute.trim())) {
+      setError(new Error(`${attribute.trim()} is not an indexed attribute (or a leaf of one): only those can be searched by value.`));
+      return;
+    }
     try {
       const points = await search({ values: [{ attribute: attribute.trim(), value }] }, 0, 1000);
       const subjects = new Map();
@@ -75,7 +81,7 @@ export function Subjects() {
           <${Table}
             caption="Subjects matching the value"
             columns=${[
-              { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`}>${s.id}</a>` },
+              { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`} title=${s.id}>${s.id}</a>` },
               { label: 'Matched on', render: (s) => s.attributes.join(', ') },
             ]}
             rows=${found}
@@ -90,7 +96,7 @@ export function Subjects() {
         ? html`<${Table}
               caption="Data subjects"
               columns=${[
-                { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`}>${s.id}</a>` },
+                { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`} title=${s.id}>${s.id}</a>` },
                 { label: 'Tags', key: 'tags' },
                 { label: 'Legal hold', render: (s) => (s.legalHold ? html`<span class="badge hold">on hold</span>` : 'no') },
                 { label: 'Created', render: (s) => when(s.created) },

@@ -340,6 +340,8 @@ test('a range of sequences lists those sealed records, with every entry of each,
   t.deepEqual(await list({ fromSequence: '1', toSequence: '2' }), ['1:p-1', '2:p-2', '2:p-3']);
   t.deepEqual(await list({ toSequence: '2', count: '2', page: '1' }), ['2:p-3']);
   t.deepEqual(await list({ fromSequence: '4' }), []);
+  t.deepEqual(await list({ order: 'newest' }), ['pending:p-5', '3:p-4', '2:p-3', '2:p-2', '1:p-1']);
+  t.deepEqual(await list({ order: 'newest', fromSequence: '1', toSequence: '2' }), ['2:p-3', '2:p-2', '1:p-1']);
   for (const bad of [{ fromSequence: '0' }, { toSequence: 'last' }, { fromSequence: '1.5' }] as Record<string, string>[]) {
     t.is((await fresh.request('GET', '/activity', { query: bad })).status, 400, JSON.stringify(bad));
   }
@@ -396,6 +398,16 @@ test('sealed records come first, then the pending ones, across pages', async (t)
     (await fresh.request('GET', '/activity', { query: { subjectId: 'paged', count: '2', page: String(n) } })).body.data.map((r: any) => r.eventId);
   t.deepEqual([...(await page(0)), ...(await page(1)), ...(await page(2))], ['sealed-0', 'sealed-1', 'sealed-2', 'pending-0', 'pending-1', 'pending-2']);
   t.deepEqual(await page(3), []);
+
+  // Newest first: exactly the reverse, across the same page boundaries.
+  const newest = async (n: number, count = '2') =>
+    (await fresh.request('GET', '/activity', { query: { subjectId: 'paged', order: 'newest', count, page: String(n) } })).body.data.map((r: any) => r.eventId);
+  t.deepEqual([...(await newest(0)), ...(await newest(1)), ...(await newest(2))], ['pending-2', 'pending-1', 'pending-0', 'sealed-2', 'sealed-1', 'sealed-0']);
+  t.deepEqual([...(await newest(0, '4')), ...(await newest(1, '4'))], ['pending-2', 'pending-1', 'pending-0', 'sealed-2', 'sealed-1', 'sealed-0']);
+  t.deepEqual(await newest(3), []);
+  const bad = await fresh.request('GET', '/activity', { query: { order: 'desc' } });
+  t.is(bad.status, 400);
+  t.is(bad.body.message, 'querystring/order must be equal to one of the allowed values');
 });
 
 test('a head kept outside the database reveals records cut off the end', async (t) => {

@@ -24,6 +24,7 @@ const query = {
     to: { type: 'string', maxLength: 64, description: 'ISO 8601; records whose event time is at or before it' },
     fromSequence: { type: 'integer', minimum: 1, maximum: 1e15, description: 'Sealed records from this position of the chain on (records not yet sealed have none)' },
     toSequence: { type: 'integer', minimum: 1, maximum: 1e15, description: 'Sealed records up to this position of the chain' },
+    order: { type: 'string', enum: ['oldest', 'newest'], default: 'oldest', description: '`newest`: the same entries in exactly the reverse order' },
     page: { type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 },
     count: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
   },
@@ -93,7 +94,7 @@ export const activityRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, 
     {
       schema: {
         tags,
-        summary: 'List activity records, oldest first',
+        summary: 'List activity records, oldest first (or newest first)',
         querystring: query,
         response: { 200: envelope({ type: 'array', items: activityEntrySchema }), ...errors(400, 401, 403) },
       },

@@ -55,9 +55,13 @@ export interface ActivityQuery {
   /** Sealed records from this sequence on; unsealed ones have none and are left out. */
   fromSequence?: number;
   toSequence?: number;
+  /** `oldest` (the default) or `newest`: the same entries in exactly the reverse order. */
+  order?: ActivityOrder;
   page?: number;
   count?: number;
 }
+
+export type ActivityOrder = 'oldest' | 'newest';
 
 export type { ChainHead } from './chain.js';
 
@@ -262,13 +266,23 @@ function entryConditions(dialect: DialectName, table: Filterable, filter: Activi
   return where.length === 0 ? sql`` : sql`where ${sql.join(where, sql` and `)}`;
 }
 
-/** One page of a table's entries that pass the filters, in the order they were recorded. */
-export function entryPage(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined, limit: number, offset: number) {
+/** One page of a table's entries that pass the filters, in the order they were recorded or its reverse. */
+export function entryPage(
+  dialect: DialectName,
+  table: Filterable,
+  filter: ActivityFilter,
+  from: string | undefined,
+  to: string | undefined,
+  limit: number,
+  offset: number,
+  order: ActivityOrder = 'oldest',
+) {
   const entry = entriesOf(dialect, table);
-  const order = table === 'activity_log' ? sql`r.sequence` : sql`r.id`;
+  const record = table === 'activity_log' ? sql`r.sequence` : sql`r.id`;
+  const by = order === 'newest' ? sql`${record} desc, entry_part desc` : sql`${record}, entry_part`;
   return sql<EntryRow>`select r.*, ${entry.point} as entry_point, ${entry.attribute} as entry_attribute, ${entry.part} as entry_part
     from ${entry.from} ${entryConditions(dialect, table, filter, from, to)}
-    order by ${order}, entry_part limit ${limit} offset ${offset}`;
+    order by ${by} limit ${limit} offset ${offset}`;
 }
 
 function countEntries(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined) {
@@ -284,7 +298,8 @@ export class ActivityService {
 
   /**
    * Sealed entries by sequence, then the unsealed ones in the order they were recorded; the
-   * entries of a record that names several points follow each other, by `part`.
+   * entries of a record that names several points follow each other, by `part`. Newest first
+   * is exactly the reverse: unsealed entries, then sealed ones from the highest sequence.
    */
   async list(query: ActivityQuery): Promise<ActivityEntry[]> {
     const from = query.from === undefined ? undefined : parseIsoDate(query.from);
@@ -304,16 +319,18 @@ export class ActivityService {
         if (subjects.length === 0) return [];
         filter = { ...query, subjectsOfPoint: subjects };
       }
-      const sealed = (await entryPage(dialect, 'activity_log', filter, from, to, count, offset).execute(db)).rows;
-      if (sealed.length === count) return sealed.map(toEntry);
-      // The page reaches past the sealed entries: how far past decides where the pending ones start.
+      const order = query.order ?? 'oldest';
+      const [first, then]: Filterable[] = order === 'newest' ? ['activity_pending', 'activity_log'] : ['activity_log', 'activity_pending'];
+      const head = (await entryPage(dialect, first, filter, from, to, count, offset, order).execute(db)).rows;
+      if (head.length === count) return head.map(toEntry);
+      // The page reaches past the first table's entries: how far past decides where the second's start.
       let skip = 0;
-      if (sealed.length === 0 && offset > 0) {
-        const [total] = (await countEntries(dialect, 'activity_log', filter, from, to).execute(db)).rows;
+      if (head.length === 0 && offset > 0) {
+        const [total] = (await countEntries(dialect, first, filter, from, to).execute(db)).rows;
         skip = Math.max(0, offset - Number(total.n));
       }
-      const pending = (await entryPage(dialect, 'activity_pending', filter, from, to, count - sealed.length, skip).execute(db)).rows;
-      return [...sealed, ...pending].map(toEntry);
+      const tail = (await entryPage(dialect, then, filter, from, to, count - head.length, skip, order).execute(db)).rows;
+      return [...head, ...tail].map(toEntry);
     });
   }
 
