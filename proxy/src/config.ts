@@ -34,6 +34,8 @@ export interface SidecarConfig {
   upstream: string | undefined;
   routesFile: string | undefined;
   proxyBodyLimit: number;
+  /** How long the upstream may take to send its answer's headers, and then between body chunks, before 504. */
+  upstreamTimeoutMs: number;
   logLevel: string;
   /**
    * Bearer token callers of the ingest and dead-letter endpoints must present; required when
@@ -75,6 +77,7 @@ export const defaults = {
   upstream: undefined,
   routesFile: undefined,
   proxyBodyLimit: 1024 * 1024,
+  upstreamTimeoutMs: 300_000,
   logLevel: 'info',
   ingestToken: undefined,
   dropValues: false,
@@ -104,6 +107,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
   upstream: 'SIDECAR_UPSTREAM',
   routesFile: 'SIDECAR_ROUTES',
   proxyBodyLimit: 'SIDECAR_PROXY_BODY_LIMIT',
+  upstreamTimeoutMs: 'SIDECAR_UPSTREAM_TIMEOUT_MS',
   logLevel: 'SIDECAR_LOG_LEVEL',
   ingestToken: 'SIDECAR_INGEST_TOKEN',
   dropValues: 'SIDECAR_DROP_VALUES',
@@ -112,6 +116,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
 const integerKeys = [
   'port', 'proxyPort', 'batchSize', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
   'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'requestTimeoutMs', 'enqueueTimeoutMs', 'proxyBodyLimit',
+  'upstreamTimeoutMs',
 ] as const satisfies readonly (keyof SidecarConfig)[];
 
 type IntegerKey = (typeof integerKeys)[number];
@@ -133,6 +138,7 @@ const minimum: Record<IntegerKey, number> = {
   requestTimeoutMs: 0,
   enqueueTimeoutMs: 50,
   proxyBodyLimit: 0,
+  upstreamTimeoutMs: 100,
 };
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -265,5 +271,8 @@ function checkUrl(value: unknown, label: string, protocols: string[], problems: 
 export function describeConfig(config: SidecarConfig): Record<string, unknown> {
   const redis = new URL(config.redisUrl);
   if (redis.password) redis.password = '***';
-  return { ...config, apiKey: '***', ingestToken: config.ingestToken === undefined ? undefined : '***', redisUrl: redis.toString() };
+  // Whether a token is set, under a name the log's redaction leaves alone: an operator reading
+  // the start line must be able to tell.
+  const { ingestToken, ...rest } = config;
+  return { ...rest, apiKey: '***', ingestTokenSet: ingestToken !== undefined, redisUrl: redis.toString() };
 }

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
@@ -23,6 +24,8 @@ export const messages = {
   invalidJson: 'Body is not valid JSON',
   forbiddenProperty: 'Body contains a forbidden property name',
   nul: 'Strings may not contain NUL characters',
+  surrogate: 'Strings may not contain unpaired surrogates',
+  invalidUtf8: 'Body is not valid UTF-8',
   tooLarge: 'Request body is too large',
   mediaType: 'Content type must be application/json',
 } as const;
@@ -31,37 +34,49 @@ export function errorBody(statusCode: number, message: string) {
   return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
 }
 
+export type StringDefect = 'nul' | 'surrogate';
+
+/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
 /**
- * True if a string anywhere in the value (key or text) holds U+0000. Iterative, since a body
- * may be nested far deeper than the call stack allows.
+ * Text the vault refuses to store, since neither of its databases keeps it as sent: U+0000
+ * (PostgreSQL text cannot hold it) and unpaired surrogates (UTF-8 cannot). Any key or string
+ * in the value; iterative, since a body may be nested far deeper than the call stack allows.
  */
-export function containsNul(root: unknown): boolean {
+export function findStringDefect(root: unknown): StringDefect | undefined {
+  const check = (s: string): StringDefect | undefined => (s.includes('\u0000') ? 'nul' : LONE_SURROGATE.test(s) ? 'surrogate' : undefined);
   const stack: unknown[] = [root];
   while (stack.length > 0) {
     const value = stack.pop();
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return true;
+      const defect = check(value);
+      if (defect) return defect;
     } else if (Array.isArray(value)) {
       for (const item of value) stack.push(item);
     } else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) {
-        if (key.includes('\u0000')) return true;
+        const defect = check(key);
+        if (defect) return defect;
         stack.push(item);
       }
     }
   }
-  return false;
+  return undefined;
 }
 
 /**
- * JSON only. Prototype-poisoning keys are refused, as the vault refuses them; NUL characters
- * too, since the vault (PostgreSQL text) can never record them and the event would only end
- * up as a dead letter. An empty body is no body (POST /deadletters/replay replays everything).
+ * JSON only. What the vault refuses is refused here too, whole, rather than accepted and left
+ * to end up as a dead letter no replay can mend: prototype-poisoning keys, bytes that are not
+ * UTF-8, NUL characters and unpaired surrogates. An empty body is no body (POST
+ * /deadletters/replay replays everything).
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, raw, done) => {
-    const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, raw, done) => {
+    const bytes = raw as Buffer;
+    if (!isUtf8(bytes)) return done(new HttpError(400, messages.invalidUtf8), undefined);
+    const text = bytes.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
     let body: unknown;
     try {
@@ -70,8 +85,12 @@ export function installJsonParser(app: FastifyInstance): void {
       const poisoned = /forbidden (prototype|constructor) property/.test((err as Error).message);
       return done(new HttpError(400, poisoned ? messages.forbiddenProperty : messages.invalidJson), undefined);
     }
-    // Unescaped control characters are invalid JSON, so a NUL can only arrive escaped.
-    if (text.includes('\\u0000') && containsNul(body)) return done(new HttpError(400, messages.nul), undefined);
+    // Unescaped control characters are invalid JSON, so a NUL can only arrive escaped; a
+    // lone surrogate too, since the bytes are UTF-8. Only such a body is walked.
+    if (text.includes('\\u0000') || /\\u[dD][89a-fA-F]/.test(text)) {
+      const defect = findStringDefect(body);
+      if (defect) return done(new HttpError(400, defect === 'nul' ? messages.nul : messages.surrogate), undefined);
+    }
     done(null, body);
   });
   app.addHook('onRequest', async (request) => {

@@ -73,6 +73,7 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
         upstream: config.upstream!,
         routes,
         bodyLimit: config.proxyBodyLimit,
+        upstreamTimeoutMs: config.upstreamTimeoutMs,
         producer,
         metrics,
         log: log.child({ component: 'proxy' }),

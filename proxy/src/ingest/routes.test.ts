@@ -146,6 +146,27 @@ test.serial('a NUL character anywhere is refused at ingest, not dead-lettered la
   t.false((await queuedEventIds()).some((id) => id.startsWith('nul-')), 'nothing enqueued');
 });
 
+test.serial('an unpaired surrogate or bytes that are not UTF-8 are refused at ingest, as the vault would refuse them', async (t) => {
+  // JSON.stringify escapes a lone surrogate (\\ud800), as any client's serialiser would.
+  for (const body of [
+    makeEvent(1, { eventId: 'sur-1', subjectId: 's\ud800' }),
+    [makeEvent(2, { eventId: 'sur-2' }), makeEvent(3, { eventId: 'sur-3', data: { attribute: 'email', value: { ['\udc00k']: 'v' } } })],
+  ]) {
+    const answer = await postRaw(JSON.stringify(body));
+    t.is(answer.status, 400);
+    t.deepEqual(answer.body, { accepted: [], rejected: [], statusCode: 400, error: 'Bad Request', message: 'Strings may not contain unpaired surrogates' });
+  }
+  const paired = await postRaw(JSON.stringify(makeEvent(4, { eventId: 'sur-ok', subjectId: 'emoji-\ud83d\ude00' })));
+  t.is(paired.status, 202, 'a surrogate pair is one character, and welcome');
+
+  const latin1 = Buffer.concat([Buffer.from('{"eventType":"READ","applicationId":"a","dataPointId":"caf'), Buffer.from([0xe9]), Buffer.from('","eventId":"sur-latin1"}')]);
+  const res = await fetch(`${sidecar.url}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: latin1 });
+  t.is(res.status, 400);
+  t.like(await res.json(), { message: 'Body is not valid UTF-8' });
+  const queued = await queuedEventIds();
+  t.deepEqual(queued.filter((id) => id.startsWith('sur-')), ['sur-ok'], 'only the valid event was enqueued');
+});
+
 test.serial('a too-deep value is a 400 naming the field, not "Redis unavailable"', async (t) => {
   for (const depth of [65, 5_000, 30_000]) {
     const value = '['.repeat(depth) + ']'.repeat(depth);

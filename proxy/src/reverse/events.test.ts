@@ -25,6 +25,17 @@ test('a STORE route yields one event per attribute, with values and static field
   ]);
 });
 
+test('an event the vault could never take is lost, with the field and the problem but not the value', (t) => {
+  const { route, params } = routes.match('GET', '/users/a%00b')!;
+  const built = buildEvents(route, ctx({ params, responseBody: { email: 'a@b.c' } }));
+  t.deepEqual(built.events, []);
+  t.deepEqual(built.lost, [{ attribute: 'email', reason: 'invalid-event', problem: 'holds a NUL character' }]);
+  const long = routes.match('GET', `/users/${'x'.repeat(513)}`)!;
+  t.deepEqual(buildEvents(long.route, ctx({ params: long.params, responseBody: { email: 'a@b.c' } })).lost[0], {
+    attribute: 'email', reason: 'invalid-event', problem: 'dataPointId must be at most 512 characters',
+  });
+});
+
 test('attributes missing from the traffic produce no event, and a STORE needs its subject', (t) => {
   const { route, params } = routes.match('POST', '/users')!;
   const partial = buildEvents(route, ctx({ params, requestBody: { email: 'a@b.c' }, responseBody: { id: 'u1' } }));
@@ -32,7 +43,7 @@ test('attributes missing from the traffic produce no event, and a STORE needs it
   t.deepEqual(partial.skipped, [{ attribute: 'phone', reason: 'value not found' }]);
   const noSubject = buildEvents(route, ctx({ params, requestBody: { email: 'a@b.c' } }));
   t.deepEqual(noSubject.events, []);
-  t.deepEqual(noSubject.skipped[0], { attribute: 'email', reason: 'subject not found' });
+  t.deepEqual(noSubject.lost[0], { attribute: 'email', reason: 'subject-not-found', problem: 'no subject id in the traffic' });
 });
 
 test('READ routes can leave values out and take the user from a header', (t) => {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ExternalActivityEvent } from '../ingest/event.js';
+import { findStringDefect } from '../http.js';
 import { validateEvent } from '../ingest/validate.js';
 import { resolvePointer } from './json-pointer.js';
 import type { CompiledRoute, CompiledSource } from './routes-file.js';
@@ -15,8 +16,13 @@ export interface TrafficContext {
 
 export interface BuiltEvents {
   events: ExternalActivityEvent[];
-  /** Why an attribute produced no event; counted in metrics, never logged with values. */
+  /** Attributes the traffic does not show (a field absent from a response): no event is due. */
   skipped: { attribute: string; reason: string }[];
+  /**
+   * Attributes the traffic shows whose event could not be built: data was read or written and
+   * goes unrecorded, so these are counted and logged (field names only, never values).
+   */
+  lost: { attribute: string; reason: 'subject-not-found' | 'invalid-event'; problem: string }[];
 }
 
 function resolve(source: CompiledSource, ctx: TrafficContext): unknown {
@@ -48,7 +54,7 @@ function asId(value: unknown): string | undefined {
  */
 export function buildEvents(route: CompiledRoute, ctx: TrafficContext): BuiltEvents {
   const spec = route.spec;
-  const out: BuiltEvents = { events: [], skipped: [] };
+  const out: BuiltEvents = { events: [], skipped: [], lost: [] };
   const subjectId = route.subjectId ? asId(resolve(route.subjectId, ctx)) : undefined;
   const applicationUser = route.applicationUser ? asId(resolve(route.applicationUser, ctx)) : undefined;
   for (const attribute of route.attributes) {
@@ -61,7 +67,7 @@ export function buildEvents(route: CompiledRoute, ctx: TrafficContext): BuiltEve
       }
     }
     if (subjectId === undefined && (spec.eventType === 'STORE' || route.dataPointId.includes('{subjectId}'))) {
-      out.skipped.push({ attribute: attribute.name, reason: 'subject not found' });
+      out.lost.push({ attribute: attribute.name, reason: 'subject-not-found', problem: 'no subject id in the traffic' });
       continue;
     }
     const dataPointId = route.dataPointId.replace(/\{([A-Za-z]+(?:\.[A-Za-z0-9_]+)?)\}/g, (_, name: string) => {
@@ -88,7 +94,14 @@ export function buildEvents(route: CompiledRoute, ctx: TrafficContext): BuiltEve
     if (spec.location !== undefined) event.location = spec.location;
     const check = validateEvent(event);
     if (!check.ok) {
-      out.skipped.push({ attribute: attribute.name, reason: `invalid event: ${check.field} ${check.problem}` });
+      out.lost.push({ attribute: attribute.name, reason: 'invalid-event', problem: `${check.field} ${check.problem}` });
+      continue;
+    }
+    // Text the vault can never store (a NUL or a lone surrogate from a path or a body) would
+    // only become a dead letter that no replay can mend.
+    const defect = findStringDefect(event);
+    if (defect) {
+      out.lost.push({ attribute: attribute.name, reason: 'invalid-event', problem: defect === 'nul' ? 'holds a NUL character' : 'holds an unpaired surrogate' });
       continue;
     }
     out.events.push(event);

@@ -76,7 +76,8 @@ class Upstream {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(value));
       };
-      const user = /^\/users\/([^/?]+)$/.exec(url);
+      // As Express routes by default: in any case, with or without a trailing slash.
+      const user = /^\/users\/([^/?]+)\/?$/i.exec(url);
       if (req.method === 'POST' && url === '/users') {
         return json(201, { id: `u-${this.nextId++}`, ...JSON.parse(body.toString()) }, { 'x-upstream': 'users', 'set-cookie': ['a=1', 'b=2'] });
       }
@@ -113,11 +114,12 @@ let upstream: Upstream;
 let vault: FakeVault;
 let sidecar: SidecarHandle;
 let proxy: string;
+let upstreamUrl: string;
 const prefix = uniquePrefix('proxy');
 
 test.before(async () => {
   upstream = new Upstream();
-  const upstreamUrl = await upstream.start();
+  upstreamUrl = await upstream.start();
   vault = new FakeVault();
   await vault.start();
   sidecar = await startTestSidecar({
@@ -319,6 +321,62 @@ test.serial('a client hanging up before the upstream answers does not disturb th
   const after = await request(`${proxy}/users/u-1`);
   t.is(after.statusCode, 200, 'the proxy carries on');
   await after.body.dump();
+});
+
+async function lostEvents(reason: string): Promise<number> {
+  const text = await (await fetch(`${sidecar.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`sidecar_proxy_events_lost_total{reason="${reason}"}`));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+test.serial('a path the upstream serves in another case or with a trailing slash is audited like the route', async (t) => {
+  for (const path of ['/Users/u-case', '/users/u-slash/', '/USERS/u-both/']) {
+    const res = await request(`${proxy}${path}`);
+    t.is(res.statusCode, 200, path);
+    await res.body.dump();
+  }
+  for (const subject of ['u-case', 'u-slash', 'u-both']) {
+    await waitFor(() => eventsFor((e) => e.eventType === 'READ' && e.subjectId === subject).length === 2, { message: `READs of ${subject}` });
+  }
+  t.pass();
+});
+
+test.serial('events the traffic shows but that cannot be built are counted as lost and logged, never dropped silently', async (t) => {
+  const before = vault.records.length;
+  const undecodable = await lostEvents('undecodable-path');
+  const invalid = await lostEvents('invalid-event');
+  // The upstream serves each (a lenient decoder), so data was read: two events lost each time.
+  for (const path of ['/users/bad%E0', '/users/%ZZ', '/users/a%ED%A0%80b']) {
+    const res = await request(`${proxy}${path}`);
+    t.is(res.statusCode, 200, path);
+    await res.body.dump();
+  }
+  await waitFor(async () => (await lostEvents('undecodable-path')) === undecodable + 6, { message: 'undecodable paths counted' });
+  for (const path of [`/users/${'L'.repeat(600)}`, '/users/a%00b']) {
+    const res = await request(`${proxy}${path}`);
+    t.is(res.statusCode, 200, path);
+    await res.body.dump();
+  }
+  // A subject id over 512 characters; a NUL, which the vault could never store.
+  await waitFor(async () => (await lostEvents('invalid-event')) === invalid + 4, { message: 'invalid events counted' });
+  // Drain the pipeline with a matched request, then check that nothing else reached the vault.
+  await (await request(`${proxy}/users/u-marker`)).body.dump();
+  await waitFor(() => eventsFor((e) => e.subjectId === 'u-marker').length === 2, { message: 'marker events' });
+  t.is(vault.records.length, before + 2, 'none of the lost events was sent on');
+});
+
+test('an upstream slower than SIDECAR_UPSTREAM_TIMEOUT_MS is a 504', async (t) => {
+  const prefix2 = uniquePrefix('proxy-504');
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: upstreamUrl, routesFile, upstreamTimeoutMs: 300,
+  });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+  });
+  const res = await request(`${other.proxyUrl}/slow`);
+  t.is(res.statusCode, 504);
+  t.like(await res.body.json(), { statusCode: 504, error: 'Gateway Timeout' });
 });
 
 test('an unreachable upstream is a 502', async (t) => {

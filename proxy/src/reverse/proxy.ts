@@ -18,6 +18,8 @@ export interface ReverseProxyOptions {
   routes: CompiledRoutes;
   /** Most bytes of one body held in memory for JSON pointer extraction. */
   bodyLimit: number;
+  /** How long the upstream may take for its headers, and then between body chunks (504 before the headers). */
+  upstreamTimeoutMs?: number;
   producer: EventProducer;
   metrics: SidecarMetrics;
   log: Logger;
@@ -55,7 +57,8 @@ export class ReverseProxy {
   constructor(private readonly options: ReverseProxyOptions) {
     const upstream = new URL(options.upstream);
     this.basePath = upstream.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(upstream.origin, { keepAliveTimeout: 30_000 });
+    const timeout = options.upstreamTimeoutMs ?? 300_000;
+    this.pool = new Pool(upstream.origin, { keepAliveTimeout: 30_000, headersTimeout: timeout, bodyTimeout: timeout });
     this.enqueueRetryMs = options.enqueueRetryMs ?? 60_000;
     this.lingerMs = options.lingerMs ?? 5;
     this.server = createServer((req, res) => {
@@ -129,7 +132,11 @@ export class ReverseProxy {
     }
 
     const succeeded = upstream.statusCode >= 200 && upstream.statusCode < 300;
-    const reporting = match !== undefined && succeeded;
+    if (succeeded && match?.undecodable) {
+      this.options.metrics.proxyEventsLost.inc({ reason: 'undecodable-path' }, match.route.attributes.length);
+      this.options.log.warn({ route: match.route.index, events: match.route.attributes.length }, 'events lost: the path does not decode');
+    }
+    const reporting = match !== undefined && succeeded && !match.undecodable;
     const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
     const query = () => new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
     if (requestBodyMissing) this.options.metrics.proxyEventsLost.inc({ reason: 'request-body-unavailable' });
@@ -158,6 +165,8 @@ export class ReverseProxy {
     if (built.skipped.length > 0) {
       this.options.log.debug({ route: match.route.index, skipped: built.skipped }, 'attributes without events');
     }
+    for (const lost of built.lost) this.options.metrics.proxyEventsLost.inc({ reason: lost.reason });
+    if (built.lost.length > 0) this.options.log.warn({ route: match.route.index, lost: built.lost }, 'events lost: they could not be built');
     if (built.events.length === 0) return;
     const now = new Date().toISOString();
     for (const e of built.events) this.buffered.push(stampEvent(e, now));

@@ -17,6 +17,12 @@ test('the example routes file compiles and matches by method and path', (t) => {
   t.is(routes.match('GET', '/users'), undefined);
   t.is(routes.match('GET', '/users/42/orders'), undefined);
   t.is(routes.match('GET', '/users/'), undefined);
+  // As Express routes by default: literal segments in any case, a trailing slash ignored.
+  t.deepEqual(routes.match('GET', '/Users/42/')?.params, { id: '42' });
+  t.is(routes.match('POST', '/USERS/')?.route.index, 0);
+  // A parameter that does not decode still matches, marked: its events are counted as lost.
+  t.like(routes.match('GET', '/users/bad%E0'), { undecodable: true, params: {} });
+  t.is(routes.match('GET', '/users/42')?.undecodable, undefined);
   t.is(routes.match('POST', '/users/42'), undefined);
 });
 

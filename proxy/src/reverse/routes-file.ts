@@ -60,6 +60,11 @@ export interface CompiledRoute {
 export interface RouteMatch {
   route: CompiledRoute;
   params: Record<string, string>;
+  /**
+   * A parameter's %-escapes did not decode (`/users/bad%E0`): the upstream may still serve
+   * it, but no id can be told from it, so its events are counted as lost, not guessed.
+   */
+  undecodable?: true;
 }
 
 export const defaultDataPointTemplate = '{applicationId}/{subjectId}/{attribute}';
@@ -155,7 +160,7 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) problems.push(`${at}.path has an invalid parameter "${part}"`);
         paramNames.add(name);
         segments.push({ param: name });
-      } else segments.push({ literal: part });
+      } else segments.push({ literal: part.toLowerCase() });
     });
   }
 
@@ -270,33 +275,36 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
 export class CompiledRoutes {
   constructor(readonly routes: CompiledRoute[]) {}
 
+  /**
+   * Literal segments match in any case and a trailing slash is ignored, as most frameworks
+   * route (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and
+   * its reads must not go unaudited. A path the upstream does not serve answers 404 and
+   * yields no event, so matching leniently invents none.
+   */
   match(method: string, pathname: string): RouteMatch | undefined {
-    const parts = pathname.split('/').slice(1);
+    let parts = pathname.split('/').slice(1);
+    if (parts.length > 1 && parts[parts.length - 1] === '') parts = parts.slice(0, -1);
     for (const route of this.routes) {
       if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
       if (route.rest ? parts.length <= route.segments.length : parts.length !== route.segments.length) continue;
       const params: Record<string, string> = {};
       let ok = true;
+      let undecodable = false;
+      const decode = (name: string, raw: string) => {
+        try {
+          params[name] = decodeURIComponent(raw);
+        } catch {
+          undecodable = true;
+        }
+      };
       for (let i = 0; i < route.segments.length && ok; i++) {
         const segment = route.segments[i];
-        if ('literal' in segment) ok = segment.literal === parts[i];
+        if ('literal' in segment) ok = segment.literal === parts[i].toLowerCase();
         else if (parts[i] === '') ok = false;
-        else {
-          try {
-            params[segment.param] = decodeURIComponent(parts[i]);
-          } catch {
-            ok = false;
-          }
-        }
+        else decode(segment.param, parts[i]);
       }
-      if (ok && route.rest) {
-        try {
-          params['*'] = decodeURIComponent(parts.slice(route.segments.length).join('/'));
-        } catch {
-          ok = false;
-        }
-      }
-      if (ok) return { route, params };
+      if (ok && route.rest) decode('*', parts.slice(route.segments.length).join('/'));
+      if (ok) return undecodable ? { route, params, undecodable: true } : { route, params };
     }
     return undefined;
   }
