@@ -41,6 +41,34 @@ test('healthz, readyz and Prometheus metrics', async (t) => {
   }
 });
 
+test('a vault refusing the key shows in /readyz and is retried slowly, sparing the host its lockout', async (t) => {
+  const prefix = uniquePrefix('server-401');
+  const vault = new FakeVault({ apiKey: 'the-right-key' });
+  await vault.start();
+  const sidecar = await startTestSidecar({ apiKey: 'a-wrong-key', vaultUrl: vault.url, prefix, retryBaseMs: 10, retryMaxMs: 2000, batchMs: 0 });
+  t.teardown(async () => {
+    await sidecar.close();
+    await vault.stop();
+    await cleanupRedis(prefix);
+  });
+  t.is((await postEvents(sidecar.url, [makeEvent(1)])).status, 202);
+  const refused = await waitFor(async () => {
+    const r = await getJson(`${sidecar.url}/readyz`);
+    return r.body.vault ? r : undefined;
+  }, { message: 'the refusal shown' });
+  t.is(refused.status, 200, 'still ready: events are taken and wait in Redis');
+  t.like(refused.body, { status: 'ready', vault: 'refuses the sidecar (http 401): check SIDECAR_API_KEY' });
+  // Backing off from 10 ms would have sent about eight requests by now; a refused key waits
+  // the longest delay (2 s here) between attempts.
+  await new Promise((r) => setTimeout(r, 1500));
+  t.true(vault.requests <= 2, `${vault.requests} attempts in 1.5 s`);
+
+  vault.apiKey = 'a-wrong-key'; // the operator gives the vault the key the sidecar holds
+  await waitFor(() => vault.records.length === 1, { timeoutMs: 10_000, message: 'delivered once the key is accepted' });
+  await waitFor(async () => (await getJson(`${sidecar.url}/readyz`)).body.vault === undefined, { message: 'the refusal cleared' });
+  t.pass();
+});
+
 test('not ready while Redis is unreachable, but alive', async (t) => {
   const sidecar = await startTestSidecar({ apiKey: 'k', prefix: uniquePrefix('server-down'), redisUrl: `redis://127.0.0.1:${await freePort()}`, enqueueTimeoutMs: 100 });
   t.teardown(() => sidecar.close());

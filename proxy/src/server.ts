@@ -53,6 +53,9 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     const redis = await producer.ping();
     const running = ['standby', 'recovering', 'delivering'].includes(worker.state);
     const body = { status: redis && running ? 'ready' : 'not ready', redis: redis ? 'ok' : 'unreachable', worker: worker.state };
+    // Still ready: events are taken and wait safely in Redis. But an operator must see it.
+    const refusal = worker.vaultRefusal;
+    if (refusal) Object.assign(body, { vault: `refuses the sidecar (${refusal}): check SIDECAR_API_KEY` });
     return reply.code(redis && running ? 200 : 503).send(body);
   });
 

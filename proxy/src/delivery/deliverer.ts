@@ -44,6 +44,12 @@ type Final = Exclude<SendResult, { kind: 'retry' }> | { kind: 'exhausted'; last:
  * seen is harmless, and the poison event can be isolated without guessing.
  */
 export class Deliverer {
+  /**
+   * Why the vault refuses the sidecar itself (`http 401`: a wrong SIDECAR_API_KEY), until a
+   * batch goes through again; `/readyz` shows it, since events only pile up in Redis meanwhile.
+   */
+  refusedBy: string | undefined;
+
   constructor(
     private readonly vault: VaultSender,
     private readonly deadLetters: DeadLetterSink,
@@ -138,14 +144,21 @@ export class Deliverer {
       }
       outcome.requests++;
       stop({ outcome: result.kind === 'retry' ? result.reason : result.kind });
+      this.refusedBy = result.kind === 'retry' && result.configuration ? result.reason : undefined;
       if (result.kind !== 'retry') return result;
       if (maxRetries !== undefined && attempt > maxRetries) return { kind: 'exhausted', last: result, attempts: attempt };
       this.metrics.retries.inc({ reason: result.reason });
       // Log the first failure and then at powers of two, so a long outage doesn't flood the log.
       if ((attempt & (attempt - 1)) === 0) {
-        this.log.warn({ attempt, reason: result.reason, eventCount: piece.length }, 'vault delivery failed; retrying');
+        if (result.configuration) {
+          this.log.error({ attempt, reason: result.reason, eventCount: piece.length }, 'the vault refuses the sidecar (check SIDECAR_API_KEY and SIDECAR_VAULT_URL); retrying');
+        } else this.log.warn({ attempt, reason: result.reason, eventCount: piece.length }, 'vault delivery failed; retrying');
       }
-      const delay = Math.max(backoffDelay(attempt, retryBaseMs, retryMaxMs), Math.min(result.retryAfterMs ?? 0, retryMaxMs));
+      // A refused key is not mended by a quick retry, and each 401 counts towards the vault's
+      // lockout of this address: every client on the host would be locked out with it.
+      const delay = result.configuration
+        ? retryMaxMs
+        : Math.max(backoffDelay(attempt, retryBaseMs, retryMaxMs), Math.min(result.retryAfterMs ?? 0, retryMaxMs));
       await sleep(delay, signal);
     }
   }

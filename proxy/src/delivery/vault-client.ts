@@ -17,8 +17,11 @@ export type SendResult =
   | { kind: 'rejected'; status: number; body: VaultErrorBody; index: number | undefined }
   /** The batch as a whole is too big for the vault; smaller pieces may pass. */
   | { kind: 'too-large'; status: number; body: VaultErrorBody }
-  /** Nothing is wrong with the events; try the same batch again later. */
-  | { kind: 'retry'; reason: string; status?: number; retryAfterMs?: number };
+  /**
+   * Nothing is wrong with the events; try the same batch again later. `configuration`: the
+   * vault refuses the sidecar itself (its key, its URL), which no quick retry mends.
+   */
+  | { kind: 'retry'; reason: string; status?: number; retryAfterMs?: number; configuration?: true };
 
 export interface VaultSender {
   send(events: StampedEvent[], signal?: AbortSignal): Promise<SendResult>;
@@ -97,7 +100,7 @@ export class VaultClient implements VaultSender {
         ? (body.index as number)
         : undefined;
     if (index !== undefined) return { kind: 'rejected', status, body, index };
-    if (configurationErrors.has(status)) return { kind: 'retry', reason: `http ${status}`, status, retryAfterMs };
+    if (configurationErrors.has(status)) return { kind: 'retry', reason: `http ${status}`, status, retryAfterMs, configuration: true };
     if (status === 413) return { kind: 'too-large', status, body };
     return { kind: 'rejected', status, body, index: undefined };
   }

@@ -115,6 +115,11 @@ export class DeliveryWorker {
     this.completer = new Completer(this.lease, this.activeJobs, this.hardStop.signal, log);
   }
 
+  /** Why the vault refuses this sidecar (`http 401`), while it does. */
+  get vaultRefusal(): string | undefined {
+    return this.deliverer.refusedBy;
+  }
+
   get state(): WorkerState {
     return this._state;
   }

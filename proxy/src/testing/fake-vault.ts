@@ -23,7 +23,8 @@ export interface Summary {
  * vault recorded a batch and before the sidecar heard about it.
  */
 export class FakeVault {
-  readonly apiKey: string;
+  /** The key it accepts; a test may change it, as an operator fixing a key would. */
+  apiKey: string;
   poison: ((event: StampedEvent) => string | undefined) | undefined;
   /** 'up' answers normally, 'failing' answers 503 without recording anything. */
   mode: 'up' | 'failing' = 'up';
