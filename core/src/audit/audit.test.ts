@@ -221,6 +221,26 @@ test('an UPDATE naming another attribute or subject than the point’s is 409', 
   t.is(same.status, 200);
 });
 
+test('a DELETE naming another subject or attribute than the point’s is 409 and deletes nothing; a READ is recorded against the point', async (t) => {
+  const subject = unique('subject');
+  const { body } = await post(store(subject, EMAIL));
+  const point = () => v.vault.db.selectFrom('datapoints').select('id').where('id', '=', body.dataPointId).executeTakeFirst();
+  const other = await post({ eventType: 'DELETE', dataPointId: body.dataPointId, subjectId: unique('other'), applicationId: 'crm', data: { attribute: EMAIL } });
+  t.is(other.status, 409);
+  t.is(other.body.message, 'Data subject ID given for datapoint ID does not match attribute of existing point with that ID');
+  const attr = await post({ eventType: 'DELETE', dataPointId: body.dataPointId, applicationId: 'crm', data: { attribute: AGE } });
+  t.is(attr.status, 409);
+  t.is(attr.body.message, 'Attribute given for datapoint ID does not match attribute of existing point with that ID');
+  const inBulk = await v.request('POST', '/auditlogs/bulk', { body: [{ eventType: 'DELETE', dataPointId: body.dataPointId, subjectId: unique('other'), applicationId: 'crm' }] });
+  t.like(inBulk, { status: 409, body: { index: 0 } });
+  t.truthy(await point(), 'the point is still there');
+  const read = await post({ eventType: 'READ', dataPointId: body.dataPointId, subjectId: unique('other'), applicationId: 'crm' });
+  t.is(read.status, 200);
+  t.is(read.body.subjectId, subject, 'the answer names the point’s own subject');
+  t.is((await post({ eventType: 'DELETE', dataPointId: body.dataPointId, subjectId: subject, applicationId: 'crm' })).status, 200);
+  t.is(await point(), undefined);
+});
+
 test('READ, UPDATE and DELETE of an unknown point are 404 Data Not Found', async (t) => {
   for (const eventType of ['READ', 'UPDATE', 'DELETE']) {
     const res = await post({ eventType, dataPointId: unique('nothing'), applicationId: 'crm' });

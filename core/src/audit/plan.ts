@@ -176,13 +176,18 @@ export class EventPlanner {
     const summary: ActivitySummary = { eventType: e.eventType, dataPointId: id, subjectId: point.entityId, attribute: point.attribute };
     const plan: PlannedEvent = { index, parsed: e, entityId: point.entityId, summary };
 
-    if (e.eventType === 'UPDATE') {
+    // An UPDATE (as the interface says) and a DELETE (which removes the point) must be about the
+    // point the sender means: naming another subject or attribute is a mix-up to refuse, not a
+    // reason to change or delete another subject's point. A READ is recorded against the point.
+    if (e.eventType === 'UPDATE' || e.eventType === 'DELETE') {
       if (e.attribute !== undefined && e.attribute !== point.attribute) {
         throw conflict('Attribute given for datapoint ID does not match attribute of existing point with that ID');
       }
       if (e.subjectId !== undefined && e.subjectId !== point.entityId) {
         throw conflict('Data subject ID given for datapoint ID does not match attribute of existing point with that ID');
       }
+    }
+    if (e.eventType === 'UPDATE') {
       const { target, meta } = this.ctx.points.touch(id, e.timestamp);
       if (e.value !== undefined) {
         const definition = this.ctx.definitions.get(point.definitionKey);
