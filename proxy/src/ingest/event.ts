@@ -24,7 +24,8 @@ export interface ExternalActivityEvent {
   dataPointId?: string;
   subjectId?: string;
   data?: ExternalActivityData;
-  timestamp?: string;
+  /** ISO 8601, or epoch milliseconds as the vault also takes them; stamped as ISO 8601. */
+  timestamp?: string | number;
   applicationId: string;
   applicationUser?: string;
   dataStoreName?: string;

@@ -55,9 +55,10 @@ const cases: [string, unknown, string][] = [
   ['accessibility not string', { ...read, data: { accessibility: [] } }, 'event 0: field "data.accessibility" must be a string'],
   ['data.dataPointId not string', { ...read, data: { dataPointId: 1 } }, 'event 0: field "data.dataPointId" must be a string'],
   ['unknown data field', { ...read, data: { colour: 'red' } }, 'event 0: field "data.colour" is not a known field'],
-  ['bad timestamp', { ...read, timestamp: 'yesterday' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z'],
-  ['impossible date', { ...read, timestamp: '2023-02-29T00:00:00Z' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z'],
-  ['numeric timestamp', { ...read, timestamp: 1714564800000 }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z'],
+  ['bad timestamp', { ...read, timestamp: 'yesterday' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
+  ['impossible date', { ...read, timestamp: '2023-02-29T00:00:00Z' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
+  ['fractional epoch', { ...read, timestamp: 1714564800000.5 }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
+  ['epoch past what a date holds', { ...read, timestamp: 9e15 }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
   ['applicationUser not string', { ...read, applicationUser: 1 }, 'event 0: field "applicationUser" must be a string'],
   ['dataStoreName not string', { ...read, dataStoreName: {} }, 'event 0: field "dataStoreName" must be a string'],
   ['dataStoreServer not string', { ...read, dataStoreServer: true }, 'event 0: field "dataStoreServer" must be a string'],
@@ -102,6 +103,9 @@ test('stamping keeps a caller eventId and timestamp, and gives STOREs a dataPoin
   const fromData = stampEvent({ eventType: 'STORE', applicationId: 'a', subjectId: 's', data: { attribute: 'x', dataPointId: 'dp-data' } }, now);
   t.is(fromData.dataPointId, 'dp-data');
   t.is(stampEvent({ eventType: 'READ', applicationId: 'a', dataPointId: 'dp' }, now).dataPointId, 'dp');
+  // Epoch milliseconds, as the vault takes them, are stamped as ISO 8601.
+  t.is(validateEvent({ ...read, timestamp: 1714564800000 }).ok, true);
+  t.is(stampEvent({ ...read, eventType: 'READ', timestamp: 1714564800000 }, now).timestamp, '2024-05-01T12:00:00.000Z');
 });
 
 test('ids the sidecar makes are UUIDv7 and follow each other, so the vault appends them to its indexes', (t) => {

@@ -69,6 +69,11 @@ export function isIsoDateTime(value: string): boolean {
   return !Number.isNaN(Date.parse(value));
 }
 
+/** Epoch milliseconds as the vault takes them: a whole number a Date can hold. */
+function isEpochMillis(value: number): boolean {
+  return Number.isSafeInteger(value) && Math.abs(value) <= 8.64e15;
+}
+
 /** Whether `value` nests more than `limit` arrays and objects; iterative, whatever the depth. */
 export function nestedDeeperThan(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 0]];
@@ -122,9 +127,9 @@ export function validateEvent(raw: unknown): Validation {
   }
 
   if (raw.timestamp !== undefined) {
-    if (typeof raw.timestamp !== 'string' || !isIsoDateTime(raw.timestamp)) {
-      return fail('timestamp', 'must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z');
-    }
+    const { timestamp } = raw;
+    const valid = typeof timestamp === 'number' ? isEpochMillis(timestamp) : typeof timestamp === 'string' && isIsoDateTime(timestamp);
+    if (!valid) return fail('timestamp', 'must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds');
   }
 
   if (raw.location !== undefined) {
@@ -184,7 +189,10 @@ export function stampEvent(event: ExternalActivityEvent, now: Date | string = ne
   // and this runs once per ingested event.
   const stamped: StampedEvent = Object.assign({}, event, {
     eventId: event.eventId ?? uuidv7(),
-    timestamp: event.timestamp ?? (typeof now === 'string' ? now : now.toISOString()),
+    timestamp:
+      typeof event.timestamp === 'number'
+        ? new Date(event.timestamp).toISOString()
+        : (event.timestamp ?? (typeof now === 'string' ? now : now.toISOString())),
   });
   if (stamped.eventType === 'STORE' && stamped.dataPointId === undefined) {
     stamped.dataPointId = event.data?.dataPointId ?? uuidv7();
