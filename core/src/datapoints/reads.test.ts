@@ -241,3 +241,18 @@ test('a read’s points of different subjects, or vaulted and report-only, get a
   );
   t.true(records.every((r) => r.eventType === 'READ' && r.applicationId === 'app' && r.timestamp === 'now'));
 });
+
+test('a value read has no HEAD: nothing is decrypted and no READ is recorded for an answer that shows nothing', async (t) => {
+  const attribute = uid('HEADLESS');
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string' } })).status, 201);
+  const subject = uid('subject');
+  const id = await storeOne(subject, attribute, 'value');
+  const reads = async () => (await v.request('GET', '/activity', { query: { subjectId: subject, eventType: 'READ' } })).body.data.length;
+  const headers = { 'x-decryption-key': v.keys.privateKey };
+  for (const url of [`/data/${id}`, `/entities/${subject}/attributes`, `/entities/${subject}/attributes/${attribute}`, `/datasubjects/${subject}/attributes`]) {
+    t.is((await v.request('HEAD', url, { headers })).status, 404, url);
+  }
+  t.is(await reads(), 0);
+  t.is((await v.request('GET', `/data/${id}`, { headers })).status, 200);
+  t.is(await reads(), 1);
+});

@@ -45,6 +45,10 @@ const encryptionHeaders = {
   properties: { 'x-encryption-key': { type: 'string', description: 'Base64 of the PEM RSA public key registered with the vault' } },
 } as const;
 
+/**
+ * Value reads have no HEAD: it would decrypt, and record a READ, for an answer that shows nothing.
+ * (Each value-read route sets `exposeHeadRoute: false`.)
+ */
 const decryptionHeaders = {
   type: 'object',
   properties: { 'x-decryption-key': { type: 'string', description: 'Base64 of the matching PEM RSA private key; used for this request only' } },
@@ -108,6 +112,7 @@ export const dataPointRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app,
             headers: decryptionHeaders,
             response: { 200: points, ...errors(400, 403, 404) },
           },
+          exposeHeadRoute: false,
         },
         async (request) => ({
           data: await service.readAttribute(request.caller, {
@@ -131,6 +136,7 @@ export const dataPointRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app,
           headers: decryptionHeaders,
           response: { 200: points, ...errors(400, 403, 404) },
         },
+        exposeHeadRoute: false,
       },
       async (request) => ({
         data: await service.readAttributes(request.caller, {
@@ -178,6 +184,7 @@ export const dataPointRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app,
         headers: decryptionHeaders,
         response: { 200: envelope(dataPointSchema), ...errors(400, 403, 404) },
       },
+      exposeHeadRoute: false,
     },
     async (request) => ({ data: await service.readPoint(request.caller, request.params.dataPointId, request.headers['x-decryption-key']) }),
   );
