@@ -203,6 +203,24 @@ test('GET /alerts filters by rule, level and time, and pages oldest first', asyn
   t.deepEqual(earlier, []);
 });
 
+test('alerts one store raised are listed in the order the rules ran', async (t) => {
+  const attribute = uid('ATTR');
+  await v.request('POST', '/attributes', { body: { key: attribute } });
+  // Created in another order than they run, so neither creation nor chance gives the answer.
+  const keys = Array.from({ length: 10 }, (_, i) => uid(`ordered${i}`));
+  for (const i of [3, 0, 5, 9, 1, 7, 4, 8, 2, 6]) {
+    const res = await v.request('POST', '/rules', {
+      body: { key: keys[i], executionOrder: 1000 + i, constraint: { type: 'attribute', operator: 'any', attributes: [attribute] }, action: { type: 'alert', alertLevel: 'INFO', message: 'ordered' } },
+    });
+    t.is(res.status, 201);
+  }
+  const from = new Date(Date.now() - 1000).toISOString();
+  t.is((await store(attribute, 'x')).status, 200);
+  const listed = (await v.request('GET', '/alerts', { query: { from, count: '1000' } })).body.data.filter((a: any) => keys.includes(a.ruleKey));
+  t.deepEqual(listed.map((a: any) => a.ruleKey), keys);
+  for (const key of keys) await v.request('DELETE', `/rules/${key}`);
+});
+
 test('GET /alerts is for admins, and refuses bad filters with 400', async (t) => {
   const apiKey = await v.createApplication(['*']);
   const res = await v.request('GET', '/alerts', { apiKey });

@@ -2,9 +2,9 @@
  * Alerts raised by rules: recorded, logged and delivered to the operator's webhooks. An
  * alert names the rule, the entity, the attribute and the data point, never a value.
  */
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { newPointId } from '../datapoints/ids.js';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { ALERT_LEVELS } from '../rules/model.js';
@@ -59,7 +59,9 @@ export class AlertService {
   ) {}
 
   create(input: NewAlert): Alert {
-    return { id: randomUUID(), createdDate: nowIso(), ...input };
+    // Time-ordered ids: alerts one store raised share a millisecond, and are listed by
+    // `created_date` then id, which is then the order the rules raised them in.
+    return { id: newPointId(), createdDate: nowIso(), ...input };
   }
 
   /** Inserts through the caller's transaction: the alerts commit or roll back with the store. */

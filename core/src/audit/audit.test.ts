@@ -397,3 +397,28 @@ test('concurrent STOREs of one caller-chosen id: one wins, the others get the 40
     t.is(a.body.message, 'Cannot create data point with ID, as there is already a point with that ID');
   }
 });
+
+test('a subdivision sent as its bare code beside a country is kept as the ISO 3166-2 code rules and search use', async (t) => {
+  const bare = await post(store(unique('subject'), EMAIL, { location: { country: 'us', subdivision: 'ca' } }));
+  const full = await post(store(unique('subject'), EMAIL, { location: { country: 'US', subdivision: 'US-TX' } }));
+  const alone = await post(store(unique('subject'), EMAIL, { location: { subdivision: 'ca' } }));
+  const place = async (id: string) => v.vault.db.selectFrom('datapoints').select(['country', 'subdivision']).where('id', '=', id).executeTakeFirstOrThrow();
+  t.deepEqual(await place(bare.body.dataPointId), { country: 'US', subdivision: 'US-CA' });
+  t.deepEqual(await place(full.body.dataPointId), { country: 'US', subdivision: 'US-TX' });
+  t.deepEqual(await place(alone.body.dataPointId), { country: null, subdivision: 'CA' }, 'without a country there is nothing to add');
+});
+
+test('under a legal hold a reported DELETE is recorded and the report-only point stays', async (t) => {
+  const subject = unique('subject');
+  const { body } = await post(store(subject, EMAIL));
+  t.is((await v.request('POST', '/datasubjects', { body: { id: subject, legalHold: true } })).status, 200);
+  const point = () => v.vault.db.selectFrom('datapoints').select('id').where('id', '=', body.dataPointId).executeTakeFirst();
+  const held = await post({ eventType: 'DELETE', dataPointId: body.dataPointId, applicationId: 'crm' });
+  t.is(held.status, 200);
+  t.truthy(await point(), 'the point stays while the hold does');
+  const deletes = await v.request('GET', '/activity', { query: { subjectId: subject, eventType: 'DELETE' } });
+  t.is(deletes.body.data.length, 1, 'the delete done elsewhere is on record');
+  t.is((await v.request('POST', '/datasubjects', { body: { id: subject, legalHold: false } })).status, 200);
+  t.is((await post({ eventType: 'DELETE', dataPointId: body.dataPointId, applicationId: 'crm' })).status, 200);
+  t.is(await point(), undefined, 'without the hold a DELETE removes it');
+});

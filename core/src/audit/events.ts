@@ -150,7 +150,12 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
     const subdivision = optionalText(input.location.subdivision);
     const city = optionalText(input.location.city);
     if (country !== undefined) (location ??= {}).country = country.toUpperCase();
-    if (subdivision !== undefined) (location ??= {}).subdivision = subdivision.toUpperCase();
+    // Rules and search know subdivisions by their ISO 3166-2 code (`US-CA`), as the vault's own
+    // geolocation gives them; a sender's bare `CA` beside its country means the same.
+    if (subdivision !== undefined) {
+      const code = subdivision.toUpperCase();
+      (location ??= {}).subdivision = country !== undefined && !code.includes('-') ? `${country.toUpperCase()}-${code}` : code;
+    }
     if (city !== undefined) (location ??= {}).city = city;
   }
   return {

@@ -205,7 +205,10 @@ export class EventPlanner {
         plan.applyTo = target;
       }
     } else if (e.eventType === 'DELETE') {
-      this.ctx.points.remove(id);
+      // Under a legal hold nothing of the subject's leaves the vault, the report-only point
+      // included; the DELETE is still recorded: refusing it would lose the evidence that the
+      // data was deleted elsewhere despite the hold.
+      if (!this.ctx.entity(point.entityId).legalHold) this.ctx.points.remove(id);
     }
     return plan;
   }
