@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -52,6 +52,16 @@ test('SQLite: online backup while serving, then restore after the database is lo
   ]);
   t.regex(output, /Backed up to/);
   t.true(existsSync(backup));
+  t.is(statSync(backup).mode & 0o777, 0o600, 'a backup is as private as the database');
+
+  // A backup over the live database would swap the file out from under the vault.
+  const live = join(dir, 'data', 'vault.db');
+  for (const over of [live, join(dir, 'data', '..', 'data', 'vault.db'), `${live}-wal`]) {
+    const onItself = t.throws(() => cli(['backup', '--to', over], vault.env)) as Error & { status?: number; stderr?: string };
+    t.is(onItself.status, 1, over);
+    t.is(String(onItself.stderr).trim(), `--to names the vault's own database (${live}): back up to another file`);
+  }
+  t.is((await call(vault, 'POST', '/datasubjects/after/attributes', { data: [{ attribute: 'EMAIL', value: 'after@example.org' }] }, { 'x-encryption-key': vault.keys.publicKey })).status, 200);
 
   // A restore under the running vault would delete its log and replace the file beneath it.
   const refused = t.throws(() => cli(['restore', '--from', backup], vault.env)) as Error & { status?: number; stderr?: string };
@@ -61,8 +71,18 @@ test('SQLite: online backup while serving, then restore after the database is lo
   t.is(late.body.data[0].value, 'late@example.org', 'the running vault kept its data');
   await vault.stop('SIGTERM');
 
-  rmSync(join(dir, 'data', 'vault.db'));
+  // A file that is not a vault database is refused before anything is replaced.
+  const garbage = join(dir, 'garbage.db');
+  writeFileSync(garbage, 'not a database at all');
+  const notVault = t.throws(() => cli(['restore', '--from', garbage], vault.env)) as Error & { status?: number; stderr?: string };
+  t.is(notVault.status, 1);
+  t.is(String(notVault.stderr).trim(), `${garbage} is not a vault database made by \`vault backup\`: nothing was changed`);
+  t.true(existsSync(live));
+
+  rmSync(live);
+  chmodSync(backup, 0o644);
   t.regex(cli(['restore', '--from', backup], vault.env), /Restored/);
+  t.is(statSync(live).mode & 0o777, 0o600, 'restored as private as a new database, whatever the backup file’s mode');
   const restored = await vault.restart();
   t.teardown(() => restored.stop('SIGKILL'));
   t.deepEqual(await readAll(restored, 20), expected(20));
@@ -139,7 +159,26 @@ test('PostgreSQL: pg_dump backup and pg_restore into a fresh database', async (t
   t.teardown(() => vault.dispose());
   await seed(vault, 10);
   const backup = join(dir, 'vault.dump');
-  cli(['backup', '--to', backup], vault.env);
+  // With a password in the URL (trust authentication ignores it): it must reach neither the
+  // command line, where `ps` shows it, nor an error.
+  const password = `Pw${randomBytes(6).toString('hex')}`;
+  const withPassword = new URL(source.url);
+  withPassword.password = password;
+  const env2 = { ...vault.env, VAULT_DB: withPassword.toString() };
+  cli(['backup', '--to', backup], env2);
+  t.is(statSync(backup).mode & 0o777, 0o600, 'a dump is as private as the database');
+  const missing = new URL(withPassword);
+  missing.pathname = `/no_such_database_${randomBytes(4).toString('hex')}`;
+  const restoreInto = cli.bind(null, ['restore', '--from', backup]);
+  for (const attempt of [
+    () => cli(['backup', '--to', join(dir, 'no-such-dir', 'x.dump')], env2),
+    () => cli(['backup', '--to', join(dir, 'y.dump')], { ...env2, VAULT_DB: missing.toString() }),
+    () => restoreInto({ ...env2, VAULT_DB: missing.toString() }),
+  ]) {
+    const failed = t.throws(attempt) as Error & { status?: number; stderr?: string; stdout?: string };
+    t.is(failed.status, 1);
+    t.false(`${failed.message}${failed.stderr}${failed.stdout}`.includes(password), `the password is in no message: ${failed.stderr}`);
+  }
   await vault.stop('SIGTERM');
 
   cli(['restore', '--from', backup], { ...vault.env, VAULT_DB: target.url });

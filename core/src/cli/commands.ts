@@ -4,8 +4,8 @@
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config.js';
 import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
@@ -296,11 +296,54 @@ export const commands: Record<string, Command> = {
 
 export async function backupDatabase(vault: Vault, target: string): Promise<void> {
   if (vault.handle.sqlite) {
+    const live = vault.config.db.slice('sqlite:'.length);
+    // Renaming the copy over the live file would swap it out from under every running vault,
+    // whose next writes land in a deleted file: the database is lost.
+    if (isSameFile(target, live) || ['-wal', '-shm', '-journal'].some((s) => isSameFile(target, live + s))) {
+      throw conflict(`--to names the vault's own database (${live}): back up to another file`);
+    }
     backupSqlite(vault.handle.sqlite, target);
     return;
   }
+  // Created empty first, for its mode: pg_dump writes into it and keeps it.
+  closeSync(openSync(target, 'w', 0o600));
+  chmodSync(target, 0o600);
+  await runPgTool('pg_dump', ['--format=custom', '--no-owner', `--file=${target}`], vault.config.db);
+}
+
+/** Whether two paths name one file, through symbolic links and `..`, existing or not. */
+function isSameFile(a: string, b: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      // Not there yet: its directory may still be reached through a link.
+      try {
+        return join(realpathSync(dirname(p)), basename(p));
+      } catch {
+        return resolve(p);
+      }
+    }
+  };
+  return real(resolve(a)) === real(resolve(b));
+}
+
+/**
+ * Runs pg_dump or pg_restore against the vault's database without its password on the command
+ * line (where `ps` shows it) or in an error: the URL goes without it, the password in
+ * PGPASSWORD, which libpq reads.
+ */
+async function runPgTool(tool: 'pg_dump' | 'pg_restore', args: string[], dbUrl: string): Promise<void> {
+  const url = new URL(dbUrl);
+  const password = decodeURIComponent(url.password);
+  url.password = '';
   const { execFileSync } = await import('node:child_process');
-  execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${target}`, vault.config.db], { stdio: 'inherit' });
+  try {
+    execFileSync(tool, [...args, `--dbname=${url.toString()}`], { stdio: 'inherit', env: { ...process.env, ...(password ? { PGPASSWORD: password } : {}) } });
+  } catch (err) {
+    const { status, code } = err as { status?: number; code?: string };
+    throw new Error(code === 'ENOENT' ? `${tool} is not installed (it comes with the PostgreSQL client tools)` : `${tool} failed (exit code ${status}); its own message is above`);
+  }
 }
 
 /**
@@ -351,15 +394,32 @@ function openElsewhere(path: string): boolean {
   }
 }
 
+/** Whether the file is a vault's SQLite database: checked before it replaces the one in use. */
+function isVaultDatabase(path: string): boolean {
+  let probe: Database.Database | undefined;
+  try {
+    probe = new Database(path, { readonly: true, fileMustExist: true });
+    const tables = probe.prepare("select name from sqlite_master where type = 'table' and name in ('kysely_migration', 'activity_log', 'datapoints')").pluck().all();
+    return tables.length === 3;
+  } catch {
+    return false;
+  } finally {
+    probe?.close();
+  }
+}
+
 export async function restoreDatabase(dbUrl: string, source: string): Promise<void> {
   if (dbUrl.startsWith('sqlite:')) {
     const path = dbUrl.slice('sqlite:'.length);
+    if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
+    if (!isVaultDatabase(source)) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
     if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
     // A stale write-ahead log would be replayed over the restored file.
     for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
     copyFileSync(source, path);
+    // As private as a new database, whatever the backup file's mode was.
+    chmodSync(path, 0o600);
     return;
   }
-  const { execFileSync } = await import('node:child_process');
-  execFileSync('pg_restore', ['--clean', '--if-exists', '--no-owner', `--dbname=${dbUrl}`, source], { stdio: 'inherit' });
+  await runPgTool('pg_restore', ['--clean', '--if-exists', '--no-owner', source], dbUrl);
 }
