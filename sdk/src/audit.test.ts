@@ -196,6 +196,59 @@ test('activity: filters, paging and verification; admins only', async (t) => {
   await apiError(t, client.activity.verify(), 403, 'Forbidden');
 });
 
+test('activity: head() and verify(head), as the object or as SEQUENCE:HASH; admins only', async (t) => {
+  const subject = unique('subj');
+  const { dataPointId } = await v.admin.audit.log({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL }, applicationId: 'crm' });
+  await v.admin.audit.log({ eventType: 'READ', dataPointId, applicationId: 'crm' });
+
+  const head = await v.admin.activity.head();
+  t.deepEqual(Object.keys(head).sort(), ['hash', 'sequence']);
+  t.true(Number.isInteger(head.sequence) && head.sequence >= 2);
+  t.regex(head.hash, /^[0-9a-f]{64}$/);
+  const sealed = await records(subject);
+  t.true(sealed.every((r) => r.sealed && r.sequence! <= head.sequence), 'the head is taken after sealing what was pending');
+
+  // Other tests log meanwhile: the chain may have grown past the head, which still matches.
+  const asObject = await v.admin.activity.verify(head);
+  t.like(asObject, { valid: true, headMatches: true });
+  t.is(typeof asObject.unsealed, 'number');
+  t.true(asObject.records >= head.sequence);
+  t.true(asObject.lastSequence! >= head.sequence);
+  t.regex(asObject.lastHash!, /^[0-9a-f]{64}$/);
+  t.like(await v.admin.activity.verify(`${head.sequence}:${head.hash}`), { valid: true, headMatches: true });
+  t.like(await v.admin.activity.verify({ sequence: 0, hash: '0'.repeat(64) }), { valid: true, headMatches: true }, 'the empty head is a prefix of every log');
+
+  const zeros = '0'.repeat(64);
+  t.like(await v.admin.activity.verify({ sequence: head.sequence, hash: zeros }), { valid: false, headMatches: false });
+  t.like(await v.admin.activity.verify(`${head.sequence}:${zeros}`), { valid: false, headMatches: false });
+  t.like(await v.admin.activity.verify({ sequence: 999_999_999_999_999, hash: head.hash }), { valid: false, headMatches: false }, 'a head past the end: records were cut off');
+
+  const plain = await v.admin.activity.verify();
+  t.true(plain.valid);
+  t.false('headMatches' in plain, 'no head, no headMatches');
+  t.is(typeof plain.unsealed, 'number');
+
+  const err = await t.throwsAsync(v.admin.activity.verify(`${head.sequence}-${head.hash}`), { instanceOf: VaultApiError });
+  t.is(err?.status, 400);
+
+  // Both forms send the same request.
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  const c = v.client({ url: proxy.url });
+  await c.activity.verify(head);
+  await c.activity.verify(`${head.sequence}:${head.hash}`);
+  await c.activity.head();
+  t.deepEqual(proxy.requests.map((r) => `${r.method} ${r.path}`), [
+    `GET /activity/verify?head=${head.sequence}%3A${head.hash}`,
+    `GET /activity/verify?head=${head.sequence}%3A${head.hash}`,
+    'GET /activity/head',
+  ]);
+
+  const { client } = await v.appClient(['*']);
+  await apiError(t, client.activity.head(), 403, 'Forbidden');
+  await apiError(t, client.activity.verify(head), 403, 'Forbidden');
+});
+
 test('reporter (direct): batches by size, by time, and flushes on close; ids are stamped on report', async (t) => {
   const proxy = await startRecordingProxy(v.proc.url);
   t.teardown(() => proxy.close());

@@ -9,6 +9,7 @@ import { Reporter, type ReporterOptions } from './reporter.js';
 import { Transport, type Request, type TransportOptions } from './transport.js';
 import type {
   ActivityFilter,
+  ActivityHead,
   ActivityRecord,
   ActivitySummary,
   ActivityVerification,
@@ -335,9 +336,19 @@ export class ActivityApi {
     return pages(filter.count ?? 100, (page, count) => this.list({ ...filter, page, count }, options));
   }
 
-  /** Recomputes the log's hash chain and reports the first broken record. */
-  verify(options: CallOptions = {}): Promise<ActivityVerification> {
-    return this.send({ method: 'GET', path: '/activity/verify', idempotent: true, signal: options.signal });
+  /**
+   * Recomputes the log's hash chain and reports the first broken record. Given a head kept
+   * from `head()` (the object, or `SEQUENCE:HASH`), also whether the log still holds that
+   * record unchanged (`headMatches`; `valid` is false when it does not).
+   */
+  verify(head?: ActivityHead | string, options: CallOptions = {}): Promise<ActivityVerification> {
+    const query = head === undefined ? undefined : { head: typeof head === 'string' ? head : `${head.sequence}:${head.hash}` };
+    return this.send({ method: 'GET', path: '/activity/verify', query, idempotent: true, signal: options.signal });
+  }
+
+  /** The chain head (after sealing pending records): keep it outside the database. */
+  head(options: CallOptions = {}): Promise<ActivityHead> {
+    return this.send({ method: 'GET', path: '/activity/head', idempotent: true, signal: options.signal });
   }
 }
 

@@ -535,17 +535,37 @@ export interface ActivityRecord {
   hash?: string;
 }
 
+/**
+ * The activity log's chain head: the last sealed record. Keep it outside the vault's database
+ * and pass it to `activity.verify` later to catch records cut off the end. An empty log's
+ * head is sequence 0 and a hash of 64 zeros.
+ */
+export interface ActivityHead {
+  sequence: number;
+  /** SHA-256, 64 lowercase hex digits. */
+  hash: string;
+}
+
 /** Result of recomputing the activity log's hash chain. */
 export interface ActivityVerification {
-  /** True when every record's hash matches. */
+  /** True when every record's hash matches (and, given a head, the head matches too). */
   valid: boolean;
-  /** Records checked. */
+  /** Sealed records checked. */
   records: number;
-  /** The first record whose hash does not match, when `valid` is false. */
+  /** Records committed but not chained yet (sealed within about a second). */
+  unsealed: number;
+  /** The first record whose hash does not match, when the chain is broken. */
   firstBrokenSequence?: number;
   firstBrokenEventId?: string;
-  /** Hash of the last record (anchor it elsewhere to detect truncation). */
+  /** The last record's sequence, when the chain is whole and not empty. */
+  lastSequence?: number;
+  /** Hash of the last record, when the chain is whole and not empty (anchor it elsewhere to detect truncation). */
   lastHash?: string;
+  /**
+   * Given a head: whether the log still holds that record unchanged. Absent without a head,
+   * and when the chain breaks before the head's sequence.
+   */
+  headMatches?: boolean;
 }
 
 export interface AlertFilter {
