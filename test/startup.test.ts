@@ -1,7 +1,7 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, REPO_ROOT, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
@@ -50,10 +50,23 @@ test('first start with nothing configured prints the admin key and where the pri
   t.is(still.status, 200);
 });
 
-test('invalid configuration stops the start with a message naming the setting', async (t) => {
-  const vault = start({ VAULT_PORT: 'eighty' });
-  t.is(await vault.exited, 2);
-  t.regex(vault.output(), /Invalid configuration: VAULT_PORT must be an integer from 0 to 65535, got "eighty"/);
+test('invalid configuration stops the start with a message naming the setting, before anything is created', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-invalid-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ VAULT_PORT: 'eighty' }, 'VAULT_PORT must be an integer from 0 to 65535, got "eighty"'],
+    [{ VAULT_LOG_LEVEL: 'loud' }, 'VAULT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
+    [{ VAULT_ADMIN_API_KEY: 'k'.repeat(513) }, 'VAULT_ADMIN_API_KEY must be 16 to 512 characters'],
+    [{ VAULT_ENCRYPTION_PUBLIC_KEY: 'notbase64' }, 'VAULT_ENCRYPTION_PUBLIC_KEY must be the base64 of a PEM RSA public key (PKCS#1 or SPKI)'],
+    [{ VAULT_TLS_CERT: join(dataDir, 'nope.crt'), VAULT_TLS_KEY: join(dataDir, 'nope.key') }, `VAULT_TLS_CERT names no readable file: ${join(dataDir, 'nope.crt')}`],
+    [{ VAULT_HOST: 'no-such-host.invalid' }, 'VAULT_HOST "no-such-host.invalid" does not resolve to an address'],
+  ];
+  for (const [env, message] of cases) {
+    const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_ADMIN_API_KEY: '', ...env });
+    t.is(await vault.exited, 2, message);
+    t.is(vault.output().trim(), `Invalid configuration: ${message}`);
+  }
+  t.deepEqual(readdirSync(dataDir), [], 'no admin key, key pair or database was made');
 });
 
 test('a database that cannot be reached, or a port already taken, stops the start with one line saying so', async (t) => {

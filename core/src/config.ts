@@ -2,6 +2,8 @@
  * The operator contract: every setting comes from the environment, is checked at start,
  * and a bad value stops the process with a message naming the variable.
  */
+import { createPublicKey } from 'node:crypto';
+import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
@@ -104,6 +106,25 @@ function trustProxy(raw: string | undefined): boolean | number | string[] {
   return entries.length === 0 ? false : entries;
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function isRsaPublicKey(base64: string): boolean {
+  try {
+    return createPublicKey(Buffer.from(base64, 'base64').toString('utf8')).asymmetricKeyType === 'rsa';
+  } catch {
+    return false;
+  }
+}
+
+function readable(path: string): boolean {
+  try {
+    accessSync(path, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function loadConfig(env: Env = process.env): VaultConfig {
   const dataDir = resolve(env.VAULT_DATA_DIR || './data');
   const db = env.VAULT_DB || `sqlite:${resolve(dataDir, 'vault.db')}`;
@@ -111,14 +132,25 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     throw new ConfigError('VAULT_DB must be sqlite:<path> or a postgres:// URL');
   }
   const adminApiKey = env.VAULT_ADMIN_API_KEY || undefined;
-  if (adminApiKey !== undefined && adminApiKey.length < 16) {
-    throw new ConfigError('VAULT_ADMIN_API_KEY must be at least 16 characters');
+  // The longest key the vault accepts in a request: a longer one would make an admin no one
+  // can ever sign in as.
+  if (adminApiKey !== undefined && (adminApiKey.length < 16 || adminApiKey.length > 512)) {
+    throw new ConfigError('VAULT_ADMIN_API_KEY must be 16 to 512 characters');
+  }
+  const logLevel = env.VAULT_LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`VAULT_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const encryptionPublicKey = env.VAULT_ENCRYPTION_PUBLIC_KEY || undefined;
+  if (encryptionPublicKey !== undefined && !isRsaPublicKey(encryptionPublicKey)) {
+    throw new ConfigError('VAULT_ENCRYPTION_PUBLIC_KEY must be the base64 of a PEM RSA public key (PKCS#1 or SPKI)');
   }
   const maxRegs = env.VAULT_LICENSE_MAX_CUSTOM_REGULATIONS;
   const certPath = env.VAULT_TLS_CERT || undefined;
   const keyPath = env.VAULT_TLS_KEY || undefined;
   if ((certPath === undefined) !== (keyPath === undefined)) {
     throw new ConfigError('VAULT_TLS_CERT and VAULT_TLS_KEY must be set together');
+  }
+  for (const [name, path] of [['VAULT_TLS_CERT', certPath], ['VAULT_TLS_KEY', keyPath]] as const) {
+    if (path !== undefined && !readable(path)) throw new ConfigError(`${name} names no readable file: ${path}`);
   }
   return {
     host: env.VAULT_HOST || '127.0.0.1',
@@ -133,11 +165,11 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     // On one core a thread would only take turns with the event loop.
     decryptThreads: integer(env, 'VAULT_DECRYPT_THREADS', availableParallelism() > 1 ? 1 : 0, 0, 64),
     adminApiKey,
-    encryptionPublicKey: env.VAULT_ENCRYPTION_PUBLIC_KEY || undefined,
+    encryptionPublicKey,
     indexKey: env.VAULT_INDEX_KEY || undefined,
     bodyLimit: integer(env, 'VAULT_BODY_LIMIT', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     requestTimeoutMs: integer(env, 'VAULT_REQUEST_TIMEOUT_MS', 60_000, 0, 3_600_000),
-    logLevel: env.VAULT_LOG_LEVEL || 'info',
+    logLevel,
     license: {
       maxCustomRegulations:
         maxRegs === undefined || maxRegs === '' ? undefined : integer(env, 'VAULT_LICENSE_MAX_CUSTOM_REGULATIONS', 0, 0, 1_000_000),

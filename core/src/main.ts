@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -27,6 +28,13 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env): Promise<v
       process.exit(2);
     }
     throw err;
+  }
+  // Before anything is created (an admin key, a key pair): a host that names no address.
+  try {
+    await lookup(config.host);
+  } catch {
+    process.stderr.write(`Invalid configuration: VAULT_HOST "${config.host}" does not resolve to an address\n`);
+    process.exit(2);
   }
   const logger = createLogger(config.logLevel);
   const vault = await Vault.open({ config, logger });
