@@ -106,7 +106,6 @@ export interface DecryptionCredential {
 }
 
 export class Keyring {
-  private cache = new Map<string, RegisteredKey>();
   /** Every registered key (one entry), re-read at most once a second. */
   private readonly snapshot = new FreshCache<'all', RegisteredKey[]>(1, 1000);
   /**
@@ -143,7 +142,6 @@ export class Keyring {
           .execute();
       }
     });
-    this.cache.clear();
     this.snapshot.clear();
     this.verified.clear();
     this.publicHeaders.clear();
@@ -167,13 +165,11 @@ export class Keyring {
 
   async retire(id: string): Promise<void> {
     await this.db.updateTable('encryption_keys').set({ status: 'retired' }).where('id', '=', id).execute();
-    this.cache.clear();
     this.snapshot.clear();
   }
 
   async remove(id: string): Promise<void> {
     await this.db.updateTable('encryption_keys').set({ status: 'destroyed' }).where('id', '=', id).execute();
-    this.cache.clear();
     this.snapshot.clear();
     this.verified.clear();
     this.publicHeaders.clear();
@@ -192,15 +188,18 @@ export class Keyring {
     return (await this.snapshot.get('all', () => this.list()))!;
   }
 
-  /** Looks a key up by id; a miss re-reads the table, since another process may have registered it. */
+  /**
+   * Looks a key up by id in the snapshot of at most a second ago, so a key retired through
+   * another process (`vault keys retire`) stops working here within that second. A miss
+   * re-reads the table: another process may have registered the key since.
+   */
   async byId(id: string): Promise<RegisteredKey | undefined> {
-    const hit = this.cache.get(id);
-    if (hit) return hit;
-    const row = await this.db.selectFrom('encryption_keys').selectAll().where('id', '=', id).where('status', '!=', 'destroyed').executeTakeFirst();
+    const known = (await this.registered()).find((k) => k.id === id);
+    if (known) return known;
+    const row = await this.db.selectFrom('encryption_keys').select('id').where('id', '=', id).where('status', '!=', 'destroyed').executeTakeFirst();
     if (!row) return undefined;
-    const key: RegisteredKey = { id: row.id, publicKey: createPublicKey(row.public_key_pem), status: row.status as RegisteredKey['status'] };
-    this.cache.set(id, key);
-    return key;
+    this.snapshot.clear();
+    return (await this.registered()).find((k) => k.id === id);
   }
 
   /**
