@@ -3,7 +3,7 @@
  * disaster, `vault restore`, and every value reads back with the private key.
  */
 import test from 'ava';
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,6 +82,14 @@ test('SQLite: online backup while serving, then restore after the database is lo
   rmSync(live);
   chmodSync(backup, 0o644);
   t.regex(cli(['restore', '--from', backup], vault.env), /Restored/);
+  // Restored where no blind-index key is at hand, the operator is told before starting.
+  const bare = join(dir, 'elsewhere');
+  const warned = spawnSync(process.execPath, [join(REPO_ROOT, 'core/bin/vault.mjs'), 'restore', '--from', backup], {
+    env: { ...process.env, VAULT_DATA_DIR: bare, VAULT_DB: `sqlite:${join(dir, 'elsewhere.db')}`, VAULT_INDEX_KEY: '' },
+    encoding: 'utf8',
+  });
+  t.is(warned.status, 0);
+  t.regex(warned.stderr, /No blind-index key here \(VAULT_INDEX_KEY, or .*index\.key\): put the one kept with the backup in place/);
   t.is(statSync(live).mode & 0o777, 0o600, 'restored as private as a new database, whatever the backup file’s mode');
   const restored = await vault.restart();
   t.teardown(() => restored.stop('SIGKILL'));

@@ -269,6 +269,11 @@ export const commands: Record<string, Command> = {
       const config = loadConfig(io.env);
       await restoreDatabase(config.db, resolve(String(values.from)));
       io.out(`Restored ${values.from}`);
+      // A start without the backup's blind-index key would make a new one, and search would
+      // then find nothing stored before.
+      if (!config.indexKey && !existsSync(join(config.dataDir, 'index.key'))) {
+        io.err(`No blind-index key here (VAULT_INDEX_KEY, or ${join(config.dataDir, 'index.key')}): put the one kept with the backup in place before starting the vault, or a new one is made and search finds nothing stored before.`);
+      }
       return 0;
     },
   },
