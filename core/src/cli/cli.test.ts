@@ -90,6 +90,15 @@ test('applications are created, listed and deleted from the command line', async
   t.deepEqual(missing.err, ['Application not found']);
 });
 
+test('rewrap given the active key’s own private key says so, rather than to register a key', async (t) => {
+  const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0); // a first open generates the vault's pair
+  const own = join(env.VAULT_DATA_DIR, 'vault-private-key.pem');
+  const { io: x, err } = io(env);
+  t.is(await runCli(['keys', 'rewrap', '--old-private-key', own], x), 1);
+  t.regex(err.join('\n'), /^Failed: --old-private-key is the active key's own \([0-9a-f]+\): give the private key of the key being replaced, or register the new key first \(vault keys register\)$/);
+});
+
 test('migrate brings a fresh database up to date', async (t) => {
   const { io: x, out } = io(dataDir(t));
   t.is(await runCli(['migrate'], x), 0);

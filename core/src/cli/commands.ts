@@ -209,7 +209,10 @@ export const commands: Record<string, Command> = {
       const count = await withVault(io, async (vault) => {
         const old = await vault.keyring.requireDecryptionKey(Buffer.from(readFileSync(String(file))).toString('base64'));
         const active = await vault.keyring.active();
-        if (!active || active.id === old.registered.id) throw new Error('register the new key first (vault keys register)');
+        if (!active) throw new Error('register the new key first (vault keys register)');
+        if (active.id === old.registered.id) {
+          throw new Error(`--old-private-key is the active key's own (${active.id}): give the private key of the key being replaced, or register the new key first (vault keys register)`);
+        }
         return vault.datapoints.dataKeys.rewrap(vault.db, old, active);
       });
       io.out(`Re-wrapped ${count} data keys under the active key. Both private keys read everything until the old key is retired.`);
