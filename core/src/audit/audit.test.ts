@@ -146,6 +146,15 @@ test('an UPDATE moves the point’s modification date forward, never back', asyn
   t.is(await modified(), '2024-02-29T23:00:00.000Z');
 });
 
+test('an UPDATE of a structured point moves its sub-points’ modification dates with it', async (t) => {
+  const { body } = await post(store(unique('subject'), NAME, { value: { first: 'Ada', last: 'Lovelace' }, timestamp: '2024-01-01T00:00:00Z' }));
+  t.is(body.subPoints.length, 2);
+  await post({ eventType: 'UPDATE', dataPointId: body.dataPointId, applicationId: 'crm', timestamp: '2024-05-01T00:00:00Z' });
+  const rows = await v.vault.db.selectFrom('datapoints').select(['id', 'modified_date']).where((eb) => eb.or([eb('id', '=', body.dataPointId), eb('structure_root_id', '=', body.dataPointId)])).execute();
+  t.is(rows.length, 3);
+  t.true(rows.every((r) => r.modified_date === '2024-05-01T00:00:00.000Z'), JSON.stringify(rows));
+});
+
 test('tags added by data rules reach the report-only point', async (t) => {
   const { body } = await post(store(unique('subject'), EMAIL, { value: 'TAG ME' }));
   const tags = await v.vault.db.selectFrom('datapoint_tags').select('tag').where('datapoint_id', '=', body.dataPointId).orderBy('tag').execute();

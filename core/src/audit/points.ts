@@ -247,8 +247,14 @@ export class BatchPoints {
     for (const [id, u] of updates) byTime.set(u.modified, [...(byTime.get(u.modified) ?? []), id]);
     for (const [modified, ids] of byTime) {
       for (const chunk of chunks(ids, CHUNK)) {
-        // A late-arriving older event does not move the modification date backwards.
-        await trx.updateTable('datapoints').set({ modified_date: modified }).where('id', 'in', chunk).where('modified_date', '<', modified).execute();
+        // A late-arriving older event does not move the modification date backwards. An
+        // update of a structured point is one of its leaves too: they move with it.
+        await trx
+          .updateTable('datapoints')
+          .set({ modified_date: modified })
+          .where((eb) => eb.or([eb('id', 'in', chunk), eb('structure_root_id', 'in', chunk)]))
+          .where('modified_date', '<', modified)
+          .execute();
       }
     }
     for (const [id, u] of updates) {
