@@ -8,12 +8,13 @@ import { canAccessAttribute, type Caller } from '../access/caller.js';
 import { blindIndex } from '../blindindex/blindindex.js';
 import { sealValue } from '../crypto/envelope.js';
 import { InsertBatch } from '../db/insert-rows.js';
+import type { DialectName } from '../db/dialect.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
-import { appliesTo, type Definition } from '../definitions/repository.js';
+import { appliesTo, findDefinitions, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf } from '../definitions/schema.js';
 import { resolveForStore } from '../entities/service.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
-import { badRequest, conflict, forbidden } from '../errors.js';
+import { badRequest, BUSY_MESSAGE, conflict, forbidden, VaultError } from '../errors.js';
 import { locate } from '../geo/locate.js';
 import { runAfterCommit, type CandidatePoint, type RuleEffects, type RuleEntity } from '../rules/engine.js';
 import { ensureTags } from '../tags/repository.js';
@@ -65,10 +66,46 @@ interface Planned {
   replaces?: { id: string; created_date: string };
 }
 
+/** The definitions a store was checked against changed before it committed. */
+class StaleDefinitions extends Error {}
+
+/** How often a store starts over on definitions that changed under it before it gives up. */
+const DEFINITION_ATTEMPTS = 3;
+
+/**
+ * The definitions a store was checked against, as they are now: a definition changed or
+ * deleted through another process in the catalog's half second must not let a store in
+ * (a string into an int, two values into a nonrepeatable attribute, points of a definition
+ * already gone). On PostgreSQL the rows are also held against change until the store
+ * commits; a change takes the row's lock first, so one of the two waits for the other.
+ * SQLite runs one write transaction at a time, so the read alone settles it.
+ */
+async function confirmDefinitions(trx: Kysely<Database>, definitions: Map<string, Definition>, dialect: DialectName): Promise<void> {
+  let query = trx.selectFrom('attribute_definitions').select(['key', 'modified_date']).where('key', 'in', [...definitions.keys()]);
+  if (dialect === 'postgres') query = query.forShare();
+  const current = new Map((await query.execute()).map((row) => [row.key, row.modified_date]));
+  for (const definition of definitions.values()) {
+    if (current.get(definition.key) !== definition.modifiedDate) throw new StaleDefinitions();
+  }
+}
+
 export class DataPointStore {
   constructor(private readonly deps: DataPlaneDeps) {}
 
   async store(caller: Caller, input: StoreInput): Promise<DataPoint[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.storeOnce(caller, input);
+      } catch (err) {
+        if (!(err instanceof StaleDefinitions)) throw err;
+        // Checked again against the definitions as they are now: refused if they refuse it.
+        this.deps.definitions.invalidate();
+        if (attempt >= DEFINITION_ATTEMPTS) throw new VaultError(503, BUSY_MESSAGE);
+      }
+    }
+  }
+
+  private async storeOnce(caller: Caller, input: StoreInput): Promise<DataPoint[]> {
     const { keyring, dataKeys, rules, activity } = this.deps;
     const requestedKey = await keyring.requirePublicKey(input.encryptionKey);
     // New data keys are wrapped by the active key (the header only has to be a registered one).
@@ -86,7 +123,13 @@ export class DataPointStore {
       if (item.reportOnly === true) throw badRequest(MESSAGES.reportOnly);
     }
     // Before the transaction: everything that needs no lock is done while holding none.
-    const definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
+    let definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
+    const unknown = items.filter((i) => !definitions.has(i.attribute)).map((i) => i.attribute);
+    // Defined through another process in the catalog's half second? Asked for by key, cheaply.
+    if (unknown.length > 0 && (await findDefinitions(this.deps.db, unknown)).size > 0) {
+      this.deps.definitions.invalidate();
+      definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
+    }
     for (const item of items) if (!definitions.has(item.attribute)) throw badRequest(MESSAGES.noSuchAttribute);
     await requireRegulations(this.deps.db, items.flatMap((i) => i.regulations ?? []));
     const seen = new Set<string>();
@@ -104,6 +147,7 @@ export class DataPointStore {
       // Inside: the work may run twice (a shared transaction that rolled back, then alone).
       const effects: RuleEffects[] = [];
       const { entity } = await resolveForStore(trx, input.entityId, requestedType, { find: (db, id) => findStoreContext(db, id, reusableKey) });
+      await confirmDefinitions(trx, definitions, this.deps.dialect);
       for (const definition of definitions.values()) if (!appliesTo(definition, entity.type)) throw badRequest(MESSAGES.notApplicable);
       const entityTags = entity.tags;
 

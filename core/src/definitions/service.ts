@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../db/dialect.js';
+import { dialectOf, isUniqueViolation } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -97,6 +97,7 @@ export class DefinitionService {
           if (found.length !== entityTypes.length) throw badRequest('No such entity type');
         }
 
+        await this.lockDefinition(trx, key);
         const existing = await findDefinition(trx, key);
         const next = {
           name: name !== undefined ? name : (existing?.name ?? null),
@@ -197,6 +198,17 @@ export class DefinitionService {
     return found;
   }
 
+  /**
+   * On PostgreSQL, the definition's row before its checks: a store holds it (FOR SHARE) from
+   * its own check of the definition to its commit, so the data a change must look at is either
+   * committed by then or written after it, against the changed definition. SQLite runs one
+   * write transaction at a time.
+   */
+  private async lockDefinition(trx: Kysely<Database>, key: string): Promise<void> {
+    if (dialectOf(trx) !== 'postgres') return;
+    await trx.selectFrom('attribute_definitions').select('key').where('key', '=', key).forUpdate().execute();
+  }
+
   /** Only a definition without data and without rules pointing at it can go. */
   async delete(key: string): Promise<void> {
     const found = isValidAttributeKey(key) ? await findDefinition(this.db, key) : undefined;
@@ -206,6 +218,7 @@ export class DefinitionService {
       throw conflict('Cannot delete attribute, because it is referenced by rule');
     }
     await this.db.transaction().execute(async (trx) => {
+      await this.lockDefinition(trx, key);
       const inUse = await trx.selectFrom('datapoints').select('id').where('definition_key', '=', key).limit(1).executeTakeFirst();
       if (inUse) throw conflict('Cannot delete attribute, because it is in use');
       const deleted = await trx.deleteFrom('attribute_definitions').where('key', '=', key).executeTakeFirst();
