@@ -10,7 +10,7 @@ import { sealValue } from '../crypto/envelope.js';
 import { InsertBatch } from '../db/insert-rows.js';
 import type { DialectName } from '../db/dialect.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
-import { appliesTo, findDefinitions, type Definition } from '../definitions/repository.js';
+import { appliesTo, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf } from '../definitions/schema.js';
 import { resolveForStore } from '../entities/service.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
@@ -126,7 +126,7 @@ export class DataPointStore {
     let definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
     const unknown = items.filter((i) => !definitions.has(i.attribute)).map((i) => i.attribute);
     // Defined through another process in the catalog's half second? Asked for by key, cheaply.
-    if (unknown.length > 0 && (await findDefinitions(this.deps.db, unknown)).size > 0) {
+    if (unknown.length > 0 && (await this.deps.db.selectFrom('attribute_definitions').select('key').where('key', 'in', unknown).limit(1).executeTakeFirst())) {
       this.deps.definitions.invalidate();
       definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
     }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AttributeDefinitionsTable, Database } from '../db/schema.js';
+import { DATASUBJECT } from '../entitytypes/service.js';
 import type { Schema } from './schema.js';
 
 export interface Definition {
@@ -20,7 +21,7 @@ export interface Definition {
 
 /** Whether entities of `entityType` may hold this attribute; no types listed means data subjects only. */
 export function appliesTo(definition: Definition, entityType: string): boolean {
-  return definition.entityTypes.length > 0 ? definition.entityTypes.includes(entityType) : entityType === 'datasubject';
+  return definition.entityTypes.length > 0 ? definition.entityTypes.includes(entityType) : entityType === DATASUBJECT;
 }
 
 /** Loads definitions with their tags, regulations and entity types, keyed by definition key. */
