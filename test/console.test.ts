@@ -325,6 +325,7 @@ test.serial('what an officer runs into: a mistyped or purged subject, a broken a
   const history = page.getByRole('region', { name: 'Activity of the subject' });
   await history.getByRole('row').nth(1).waitFor();
   t.regex(await history.getByRole('row').nth(1).innerText(), /DELETE/);
+  await shot('15-subject-purged');
 
   // A broken %-escape typed in the address is no page, not a blank one (and no script error:
   // the last test checks the console log).

@@ -1,6 +1,6 @@
 // Shared pieces of every page: loading and error states, tables, pagers, forms, downloads.
 import { html, useEffect, useRef, useState } from './lib.js';
-import { ApiError } from './api.js';
+import { ApiError, seg } from './api.js';
 
 /** Runs `load` whenever `deps` change; returns {data, error, loading, reload}. */
 export function useLoad(load, deps = []) {
@@ -114,6 +114,11 @@ export function Table({ caption, columns, rows, empty = 'Nothing to show.', rowC
       </tbody>
     </table>
   </div>`;
+}
+
+/** A subject's id as a link to its page; a long id is cut in a table cell, whole in its title. */
+export function subjectLink(id) {
+  return id ? html`<a href=${`#/subjects/${seg(id)}`} title=${id}>${id}</a>` : fmt();
 }
 
 export function fmt(value) {

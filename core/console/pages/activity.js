@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
-import { get, getAll, seg } from '../api.js';
-import { ErrorBox, fmt, localToIso, Loading, Notice, PageTitle, Pager, Select, Table, TextInput, download, useLoad, when } from '../ui.js';
+import { get, getAll } from '../api.js';
+import { ErrorBox, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
@@ -12,7 +12,7 @@ export function useApplicationNames(admin) {
 export const activityColumns = (appNames = new Map()) => [
   { label: 'Time', render: (r) => when(r.timestamp) },
   { label: 'Event', key: 'eventType' },
-  { label: 'Subject', render: (r) => (r.subjectId ? html`<a href=${`#/subjects/${seg(r.subjectId)}`} title=${r.subjectId}>${r.subjectId}</a>` : fmt()) },
+  { label: 'Subject', render: (r) => subjectLink(r.subjectId) },
   { label: 'Attribute', key: 'attribute' },
   { label: 'Application', render: (r) => html`<span title=${r.applicationId}>${appNames.get(r.applicationId) ?? r.applicationId}</span>` },
   { label: 'User', key: 'applicationUser' },

@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, seg } from '../api.js';
-import { ErrorBox, fmt, Level, localToIso, Loading, PageTitle, Pager, Select, Table, TextInput, useLoad, when } from '../ui.js';
+import { ErrorBox, Level, localToIso, Loading, PageTitle, Pager, Select, subjectLink, Table, TextInput, useLoad, when } from '../ui.js';
 
 const LEVELS = ['', 'NORMAL', 'INFO', 'WARNING', 'DANGER', 'SUCCESS', 'NEUTRAL'];
 const COUNT = 50;
@@ -11,7 +11,7 @@ const columns = [
   { label: 'Level', render: (a) => html`<${Level} level=${a.level} />` },
   { label: 'Rule', render: (a) => html`<a href=${`#/rules/${seg(a.ruleKey)}`}>${a.ruleKey}</a>` },
   { label: 'Message', key: 'message' },
-  { label: 'Subject', render: (a) => (a.entityId ? html`<a href=${`#/subjects/${seg(a.entityId)}`}>${a.entityId}</a>` : fmt()) },
+  { label: 'Subject', render: (a) => subjectLink(a.entityId) },
   { label: 'Attribute', key: 'attribute' },
   { label: 'Event', key: 'eventType' },
 ];

@@ -127,7 +127,7 @@ export function Subject({ id, admin }) {
   if (subject.error?.status === 404) {
     return html`<section>
       <${PageTitle} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
-      <p class="notice warn" role="status">No data subject has this id. If it was purged, its activity history is below.</p>
+      <${Notice} kind="warn">No data subject has this id. If it was purged, its activity history is below.</${Notice}>
       ${activitySection}
     </section>`;
   }

@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { api, get, search, seg } from '../api.js';
-import { ErrorBox, Loading, Notice, PageTitle, Pager, Table, TextInput, useLoad, when } from '../ui.js';
+import { ErrorBox, Loading, Notice, PageTitle, Pager, subjectLink, Table, TextInput, useLoad, when } from '../ui.js';
 export { Subject } from './subject.js';
 
 const COUNT = 25;
@@ -81,7 +81,7 @@ export function Subjects() {
           <${Table}
             caption="Subjects matching the value"
             columns=${[
-              { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`} title=${s.id}>${s.id}</a>` },
+              { label: 'Subject', render: (s) => subjectLink(s.id) },
               { label: 'Matched on', render: (s) => s.attributes.join(', ') },
             ]}
             rows=${found}
@@ -96,7 +96,7 @@ export function Subjects() {
         ? html`<${Table}
               caption="Data subjects"
               columns=${[
-                { label: 'Subject', render: (s) => html`<a href=${`#/subjects/${seg(s.id)}`} title=${s.id}>${s.id}</a>` },
+                { label: 'Subject', render: (s) => subjectLink(s.id) },
                 { label: 'Tags', key: 'tags' },
                 { label: 'Legal hold', render: (s) => (s.legalHold ? html`<span class="badge hold">on hold</span>` : 'no') },
                 { label: 'Created', render: (s) => when(s.created) },
