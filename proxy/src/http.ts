@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
+import { findStringDefect } from './ingest/validate.js';
 
 /**
  * How the sidecar's own API reads bodies and answers what it cannot take. The messages are the
@@ -32,37 +33,6 @@ export const messages = {
 
 export function errorBody(statusCode: number, message: string) {
   return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
-}
-
-export type StringDefect = 'nul' | 'surrogate';
-
-/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * Text the vault refuses to store, since neither of its databases keeps it as sent: U+0000
- * (PostgreSQL text cannot hold it) and unpaired surrogates (UTF-8 cannot). Any key or string
- * in the value; iterative, since a body may be nested far deeper than the call stack allows.
- */
-export function findStringDefect(root: unknown): StringDefect | undefined {
-  const check = (s: string): StringDefect | undefined => (s.includes('\u0000') ? 'nul' : LONE_SURROGATE.test(s) ? 'surrogate' : undefined);
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const value = stack.pop();
-    if (typeof value === 'string') {
-      const defect = check(value);
-      if (defect) return defect;
-    } else if (Array.isArray(value)) {
-      for (const item of value) stack.push(item);
-    } else if (value !== null && typeof value === 'object') {
-      for (const [key, item] of Object.entries(value)) {
-        const defect = check(key);
-        if (defect) return defect;
-        stack.push(item);
-      }
-    }
-  }
-  return undefined;
 }
 
 /**

@@ -33,6 +33,37 @@ const maxIdLength = 512;
  */
 export const maxValueDepth = 64;
 
+export type StringDefect = 'nul' | 'surrogate';
+
+/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Text the vault refuses to store, since neither of its databases keeps it as sent: U+0000
+ * (PostgreSQL text cannot hold it) and unpaired surrogates (UTF-8 cannot). Any key or string
+ * in the value; iterative, since a body may be nested far deeper than the call stack allows.
+ */
+export function findStringDefect(root: unknown): StringDefect | undefined {
+  const check = (s: string): StringDefect | undefined => (s.includes('\u0000') ? 'nul' : LONE_SURROGATE.test(s) ? 'surrogate' : undefined);
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      const defect = check(value);
+      if (defect) return defect;
+    } else if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        const defect = check(key);
+        if (defect) return defect;
+        stack.push(item);
+      }
+    }
+  }
+  return undefined;
+}
+
 function fail(field: string, problem: string): Validation {
   return { ok: false, field, problem };
 }

@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ExternalActivityEvent } from '../ingest/event.js';
-import { findStringDefect } from '../http.js';
-import { validateEvent } from '../ingest/validate.js';
+import { findStringDefect, validateEvent } from '../ingest/validate.js';
 import { resolvePointer } from './json-pointer.js';
 import type { CompiledRoute, CompiledSource } from './routes-file.js';
 
