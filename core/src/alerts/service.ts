@@ -4,7 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { newPointId } from '../datapoints/ids.js';
+import { newOrderedId } from '../datapoints/ids.js';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { ALERT_LEVELS } from '../rules/model.js';
@@ -61,7 +61,7 @@ export class AlertService {
   create(input: NewAlert): Alert {
     // Time-ordered ids: alerts one store raised share a millisecond, and are listed by
     // `created_date` then id, which is then the order the rules raised them in.
-    return { id: newPointId(), createdDate: nowIso(), ...input };
+    return { id: newOrderedId(), createdDate: nowIso(), ...input };
   }
 
   /** Inserts through the caller's transaction: the alerts commit or roll back with the store. */

@@ -31,3 +31,6 @@ export function newPointId(): string {
   }
   return v7({ random, msecs: last.msecs, seq: last.seq });
 }
+
+/** The same time-ordered ids for rows other than points (alerts) that must list in creation order. */
+export const newOrderedId = newPointId;
