@@ -213,11 +213,10 @@ export class DefinitionService {
   async delete(key: string): Promise<void> {
     const found = isValidAttributeKey(key) ? await findDefinition(this.db, key) : undefined;
     if (!found) throw notFound('Attribute not found');
-    // Outside the transaction: on SQLite the engine's own read would wait for this one's connection.
-    if ((await this.rules().findReferencingRule('attribute', key)) !== undefined) {
-      throw conflict('Cannot delete attribute, because it is referenced by rule');
-    }
     await this.db.transaction().execute(async (trx) => {
+      if ((await this.rules().findReferencingRule(trx, 'attribute', key)) !== undefined) {
+        throw conflict('Cannot delete attribute, because it is referenced by rule');
+      }
       await this.lockDefinition(trx, key);
       const inUse = await trx.selectFrom('datapoints').select('id').where('definition_key', '=', key).limit(1).executeTakeFirst();
       if (inUse) throw conflict('Cannot delete attribute, because it is in use');

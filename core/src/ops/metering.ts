@@ -65,7 +65,7 @@ export function meterRules(engine: RulesEngine, metrics: VaultMetrics): RulesEng
     evaluateData: counted({ type: 'data' }, (ctx) => engine.evaluateData(ctx)),
     evaluateActivity: counted({ type: 'activity' }, (ctx) => engine.evaluateActivity(ctx)),
     checkProhibited: (trx, entityId, operation) => engine.checkProhibited(trx, entityId, operation),
-    findReferencingRule: (kind, name) => engine.findReferencingRule(kind, name),
+    findReferencingRule: (trx, kind, name) => engine.findReferencingRule(trx, kind, name),
   };
 }
 

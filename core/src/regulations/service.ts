@@ -151,11 +151,10 @@ export class RegulationService {
   /** Deletes the regulation and removes it from definitions and data points, all or nothing. */
   async delete(key: string): Promise<void> {
     if (!(await this.find(key))) throw notFound('Regulation not found');
-    // Outside the transaction: on SQLite the engine's own read would wait for this one's connection.
-    if ((await this.rules().findReferencingRule('regulation', key)) !== undefined) {
-      throw conflict('Cannot delete regulation, because it is referenced by rule');
-    }
     await this.db.transaction().execute(async (trx) => {
+      if ((await this.rules().findReferencingRule(trx, 'regulation', key)) !== undefined) {
+        throw conflict('Cannot delete regulation, because it is referenced by rule');
+      }
       const deleted = await trx.deleteFrom('regulations').where('key', '=', key).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('Regulation not found');
       await trx.deleteFrom('definition_regulations').where('regulation', '=', key).execute();

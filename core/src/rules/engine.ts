@@ -84,8 +84,11 @@ export interface RulesEngine {
   evaluateActivity(ctx: ActivityRuleContext): Promise<RuleEffects>;
   /** Throws 403 when a rule has prohibited this operation on the entity. */
   checkProhibited(trx: Kysely<Database>, entityId: string, operation: EventType): Promise<void>;
-  /** The key of a rule that references this tag, attribute or regulation (which blocks its delete). */
-  findReferencingRule(kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined>;
+  /**
+   * The key of a rule that references this tag, attribute or regulation (which blocks its
+   * delete), asked in the deleting transaction: no rule can start referencing it before that commits.
+   */
+  findReferencingRule(trx: Kysely<Database>, kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined>;
 }
 
 /** An engine with no rules: everything passes unchanged. */

@@ -149,8 +149,8 @@ export class VaultRulesEngine implements RulesEngine {
     if (row) throw forbidden(PROHIBITED_MESSAGE);
   }
 
-  findReferencingRule(kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
-    return this.service.findReferencingRule(kind, name);
+  findReferencingRule(trx: Kysely<Database>, kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
+    return this.service.findReferencingRule(trx, kind, name);
   }
 
   private alertFor(rule: StoredRule, entityId: string, point: CandidatePoint, eventType: EventType): Alert {

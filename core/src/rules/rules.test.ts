@@ -332,9 +332,9 @@ test('a rule changed by another vault process is seen at once', async (t) => {
   try {
     const key = uniqueKey('elsewhere');
     t.is((await other.request('POST', '/rules', { body: { key, constraint: onEmail, action: { type: 'tag', tag: 'from_elsewhere' } } })).status, 201);
-    t.truthy(await v.vault.rules.findReferencingRule('tag', 'from_elsewhere'));
+    t.truthy(await v.vault.rules.findReferencingRule(v.vault.db, 'tag', 'from_elsewhere'));
     t.is((await other.request('DELETE', `/rules/${key}`)).status, 200);
-    t.is(await v.vault.rules.findReferencingRule('tag', 'from_elsewhere'), undefined);
+    t.is(await v.vault.rules.findReferencingRule(v.vault.db, 'tag', 'from_elsewhere'), undefined);
   } finally {
     await other.close();
   }

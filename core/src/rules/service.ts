@@ -11,6 +11,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
@@ -207,8 +208,18 @@ export class RuleService {
     return set;
   }
 
-  async findReferencingRule(kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
-    const set = await this.ruleSet(this.db);
+  /**
+   * Asked inside the transaction that deletes the tag, attribute or regulation. On PostgreSQL
+   * it first locks the version row every rule change writes first, so a rule created through
+   * another process either committed before this look (and is seen) or checks its references
+   * after the delete commits (and is refused): neither can pass unseen by the other.
+   */
+  async findReferencingRule(trx: Kysely<Database>, kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
+    let version: unknown;
+    if (dialectOf(trx) === 'postgres') {
+      version = (await trx.selectFrom('rules_version').select('version').where('id', '=', 1).forUpdate().executeTakeFirst())?.version;
+    }
+    const set = await this.ruleSet(trx, version);
     const refs = (r: StoredRule) => (kind === 'tag' ? r.references.tags : kind === 'attribute' ? r.references.attributes : r.references.regulations);
     return set.all.find((r) => refs(r).has(name))?.key;
   }

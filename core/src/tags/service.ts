@@ -73,12 +73,10 @@ export class TagService {
   /** Removes the tag and every use of it: definitions, entities and data points, all or nothing. */
   async delete(name: string): Promise<void> {
     if (!(await this.find(name))) throw notFound('No such tag');
-    // Asked outside the transaction: the engine reads through its own connection, which on
-    // SQLite would wait forever for the single connection this transaction holds.
-    if ((await this.rules().findReferencingRule('tag', name)) !== undefined) {
-      throw conflict('Cannot delete tag, because it is referenced by rule');
-    }
     await this.db.transaction().execute(async (trx) => {
+      if ((await this.rules().findReferencingRule(trx, 'tag', name)) !== undefined) {
+        throw conflict('Cannot delete tag, because it is referenced by rule');
+      }
       const deleted = await trx.deleteFrom('tags').where('name', '=', name).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('No such tag');
       await trx.deleteFrom('definition_tags').where('tag', '=', name).execute();

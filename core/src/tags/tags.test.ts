@@ -11,7 +11,7 @@ test.before(async () => {
   v = await startTestVault();
   const real = v.vault.rules;
   const engine = Object.create(real) as RulesEngine;
-  engine.findReferencingRule = async (kind, name) => (kind === 'tag' && referenced.has(name) ? 'rule-using-it' : real.findReferencingRule(kind, name));
+  engine.findReferencingRule = async (trx, kind, name) => (kind === 'tag' && referenced.has(name) ? 'rule-using-it' : real.findReferencingRule(trx, kind, name));
   v.vault.rules = engine;
 });
 test.after.always(async () => v?.close());
