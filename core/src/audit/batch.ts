@@ -9,6 +9,7 @@ import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import { ActivityService } from '../activity/service.js';
 import { chunks } from '../db/insert-rows.js';
 import type { Database } from '../db/schema.js';
+import { dialectOf } from '../db/dialect.js';
 import { findDefinitions, type Definition } from '../definitions/repository.js';
 import { conflict, forbidden, VaultError } from '../errors.js';
 import type { RuleEffects, RulesEngine } from '../rules/engine.js';
@@ -149,7 +150,10 @@ export class AuditBatch {
     }
     for (const d of this.definitions.values()) for (const r of d.regulations) regulations.delete(r);
     for (const chunk of chunks([...regulations], CHUNK)) {
-      const rows = await this.trx.selectFrom('regulations').select('key').where('key', 'in', chunk).execute();
+      // Held on PostgreSQL, as a store holds them (`requireRegulations`): a delete through another process cannot slip between.
+      let query = this.trx.selectFrom('regulations').select('key').where('key', 'in', chunk);
+      if (dialectOf(this.trx) === 'postgres') query = query.forShare();
+      const rows = await query.execute();
       for (const row of rows) this.knownRegulations.add(row.key);
     }
     for (const d of this.definitions.values()) for (const r of d.regulations) this.knownRegulations.add(r);

@@ -69,11 +69,18 @@ export async function lockEntity(trx: Kysely<Database>, dialect: DialectName, id
   return query.executeTakeFirst();
 }
 
-/** Every regulation named in a store must exist. */
-export async function requireRegulations(trx: Kysely<Database>, keys: string[]): Promise<void> {
+/**
+ * Every regulation named in a store must exist, asked inside the store's transaction. On
+ * PostgreSQL their rows are held until it commits, so a regulation's delete through another
+ * process either waits and then takes its labels off these points too, or commits first
+ * and this store is refused.
+ */
+export async function requireRegulations(trx: Kysely<Database>, dialect: DialectName, keys: string[]): Promise<void> {
   const unique = [...new Set(keys)];
   if (unique.length === 0) return;
-  const found = await trx.selectFrom('regulations').select('key').where('key', 'in', unique).execute();
+  let query = trx.selectFrom('regulations').select('key').where('key', 'in', unique);
+  if (dialect === 'postgres') query = query.forShare();
+  const found = await query.execute();
   if (found.length !== unique.length) throw badRequest(MESSAGES.noSuchRegulation);
 }
 

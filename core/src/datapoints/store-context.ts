@@ -5,7 +5,7 @@
  * subject's cached data key still exists. These were four statements, and on PostgreSQL a
  * statement is a round trip: socket writes were a third of a store's CPU there.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { liveKeyColumn } from '../crypto/datakeys.js';
 import { compiledQuery } from '../db/compiled.js';
 import { dialectOf } from '../db/dialect.js';
@@ -23,7 +23,7 @@ export interface StoreContext extends Entity {
   liveKeyId?: string;
 }
 
-type ContextRow = EntityRow & { store_prohibited: unknown; update_prohibited: unknown; rules_version: unknown; key_live: unknown };
+type ContextRow = EntityRow & { store_prohibited: unknown; update_prohibited: unknown; rules_version: unknown; key_live: unknown; locked_version?: string; read_version?: string };
 
 const contextQuery = (lock: boolean) =>
   compiledQuery<[string, string | null], ContextRow>(2, (db, id, keyId) => {
@@ -36,7 +36,14 @@ const contextQuery = (lock: boolean) =>
       .select(rulesVersionColumn())
       .select(liveKeyColumn(keyId, 'entities.id'))
       .where('id', '=', id);
-    return lock ? query.forUpdate() : query;
+    if (!lock) return query;
+    // A statement that waited for the row lock returns the row as its holder committed it, but
+    // its subqueries (tags, prohibitions) still read as of the statement's start. The row's
+    // version beside the version those subqueries see tells whether that happened.
+    return query
+      .select(sql<string>`entities.xmin::text`.as('locked_version'))
+      .select(sql<string>`(select e.xmin::text from entities e where e.id = entities.id)`.as('read_version'))
+      .forUpdate();
   });
 const unlocked = contextQuery(false);
 const locked = contextQuery(true);
@@ -44,7 +51,16 @@ const locked = contextQuery(true);
 /** `keyId`: the data key the store would reuse (`DataKeys.reusable`), if any. */
 export async function findStoreContext(trx: Kysely<Database>, id: string, keyId: string | undefined): Promise<StoreContext | undefined> {
   // SQLite runs one writer at a time: what a store reads there stays current until it commits.
-  const [row] = await (dialectOf(trx) === 'postgres' ? locked : unlocked)(trx, id, keyId ?? null);
+  if (dialectOf(trx) !== 'postgres') return toContext((await unlocked(trx, id, keyId ?? null))[0], keyId);
+  let [row] = await locked(trx, id, keyId ?? null);
+  // Changed by a transaction that committed while this one waited: read again, now that the
+  // lock is held and a new statement sees what that transaction wrote (every write that
+  // changes what a store must respect, such as a rule's prohibition or tags, updates the row).
+  if (row && row.locked_version !== row.read_version) [row] = await locked(trx, id, keyId ?? null);
+  return toContext(row, keyId);
+}
+
+function toContext(row: ContextRow | undefined, keyId: string | undefined): StoreContext | undefined {
   if (!row) return undefined;
   return {
     ...toEntity(row),

@@ -131,7 +131,6 @@ export class DataPointStore {
       definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
     }
     for (const item of items) if (!definitions.has(item.attribute)) throw badRequest(MESSAGES.noSuchAttribute);
-    await requireRegulations(this.deps.db, items.flatMap((i) => i.regulations ?? []));
     const seen = new Set<string>();
     for (const item of items) {
       const definition = definitions.get(item.attribute)!;
@@ -148,6 +147,7 @@ export class DataPointStore {
       const effects: RuleEffects[] = [];
       const { entity } = await resolveForStore(trx, input.entityId, requestedType, { find: (db, id) => findStoreContext(db, id, reusableKey) });
       await confirmDefinitions(trx, definitions, this.deps.dialect);
+      await requireRegulations(trx, this.deps.dialect, items.flatMap((i) => i.regulations ?? []));
       for (const definition of definitions.values()) if (!appliesTo(definition, entity.type)) throw badRequest(MESSAGES.notApplicable);
       const entityTags = entity.tags;
 

@@ -57,5 +57,10 @@ export async function setEntityTags(db: Kysely<Database>, entityId: string, tags
   await db.deleteFrom('entity_tags').where('entity_id', '=', entityId).execute();
   if (tags.length === 0) return;
   await ensureTags(db, tags);
-  await db.insertInto('entity_tags').values([...new Set(tags)].map((tag) => ({ entity_id: entityId, tag }))).execute();
+  // Callers hold the entity's row; a tag another writer without it put back meanwhile is simply there already.
+  await db
+    .insertInto('entity_tags')
+    .values([...new Set(tags)].map((tag) => ({ entity_id: entityId, tag })))
+    .onConflict((oc) => oc.columns(['entity_id', 'tag']).doNothing())
+    .execute();
 }

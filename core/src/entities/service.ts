@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
+import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
-import { badRequest, forbidden, notFound } from '../errors.js';
+import { badRequest, BUSY_MESSAGE, forbidden, notFound, VaultError } from '../errors.js';
 import { checkTagNames } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
@@ -52,15 +53,20 @@ export async function resolveForStore<E extends Entity = Entity>(
 ): Promise<ResolvedEntity<E>> {
   checkEntityId(id);
   if (requestedType !== undefined) {
-    const known = ENTITY_TYPE_KEY.test(requestedType) && (await trx.selectFrom('entity_types').select('key').where('key', '=', requestedType).executeTakeFirst());
+    let query = trx.selectFrom('entity_types').select('key').where('key', '=', requestedType);
+    // Held until this commits, so the type's delete through another process waits and then sees this entity.
+    if (dialectOf(trx) === 'postgres') query = query.forShare();
+    const known = ENTITY_TYPE_KEY.test(requestedType) && (await query.executeTakeFirst());
     if (!known) throw badRequest('No such entity type');
   }
   let entity = await find(trx, id);
   let created = false;
-  if (!entity) {
+  // A concurrent first store of the same id may win the insert; then its entity is the one we
+  // use. A purge through another process may delete that entity again before we read it.
+  for (let attempt = 1; !entity; attempt++) {
+    if (attempt > CREATE_ATTEMPTS) throw new VaultError(503, BUSY_MESSAGE);
     const type = requestedType ?? DATASUBJECT;
     const now = nowIso();
-    // A concurrent first store of the same id may win; then its entity is the one we use.
     const inserted = await trx
       .insertInto('entities')
       .values({ id, type, legal_hold: 0, created_date: now, updated_date: now })
@@ -68,10 +74,24 @@ export async function resolveForStore<E extends Entity = Entity>(
       .executeTakeFirst();
     created = Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
     entity = await find(trx, id);
-    if (!entity) throw new Error(`entity ${JSON.stringify(id)} vanished while being created`);
   }
   if (requestedType !== undefined && entity.type !== requestedType) throw entityTypeMismatch(entity.type);
   return { entity, created };
+}
+
+const CREATE_ATTEMPTS = 3;
+
+/**
+ * The entity, locked on PostgreSQL until the caller commits, as it is once the lock is held:
+ * a statement that waits for a row lock still reads everything else (here its tags) as it
+ * was when the statement began, so the lock and the read are two statements.
+ */
+async function findLockedEntity(trx: Kysely<Database>, id: string): Promise<Entity | undefined> {
+  if (dialectOf(trx) === 'postgres') {
+    const row = await trx.selectFrom('entities').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!row) return undefined;
+  }
+  return findEntity(trx, id);
 }
 
 export interface EntityInput {
@@ -106,7 +126,9 @@ export class EntityService {
     const requestedType = options.dataSubjectsOnly ? DATASUBJECT : input.type;
     const tags = input.tags === undefined ? undefined : checkTagNames(input.tags);
     return this.db.transaction().execute(async (trx) => {
-      const { entity, created } = await resolveForStore(trx, id, requestedType);
+      // Locked: two updates of one entity's tags through different processes would otherwise
+      // interleave their replace, and a hold could be set on an entity a purge is deleting.
+      const { entity, created } = await resolveForStore(trx, id, requestedType, { find: findLockedEntity });
       const holdChanges = input.legalHold !== undefined && input.legalHold !== entity.legalHold;
       if (holdChanges && !caller.admin) throw forbidden();
       if (tags !== undefined && !caller.admin && entity.tags.some((tag) => !tags.includes(tag))) throw forbidden(TAG_REMOVAL_FORBIDDEN);

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { dialectOf } from '../db/dialect.js';
 import type { Database, EntityTypesTable } from '../db/schema.js';
 import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
 import { nowIso } from '../util/time.js';
@@ -75,7 +76,11 @@ export class EntityTypeService {
 
   async delete(key: string): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('entity_types').select(['key', 'system']).where('key', '=', key).executeTakeFirst();
+      // Locked on PostgreSQL first: an entity being created with this type through another
+      // process holds the row (`resolveForStore`), so it is committed, and found below, first.
+      let query = trx.selectFrom('entity_types').select(['key', 'system']).where('key', '=', key);
+      if (dialectOf(trx) === 'postgres') query = query.forUpdate();
+      const row = await query.executeTakeFirst();
       if (!row) throw notFound('Entity type not found');
       if (row.system === 1) throw methodNotAllowed('Cannot delete entity type, as it is managed by the system');
       const entity = await trx.selectFrom('entities').select('id').where('type', '=', key).limit(1).executeTakeFirst();

@@ -214,10 +214,13 @@ export class VaultRulesEngine implements RulesEngine {
   private async writeEntityChanges(trx: Kysely<Database>, entity: RuleEntity, changes: EntityChanges): Promise<void> {
     const now = nowIso();
     if (changes.tags) await setEntityTags(trx, entity.id, [...entity.tags].sort());
-    if (changes.legalHold) {
+    // The row is updated for any change, a prohibition too: a store waiting on its lock
+    // through another process tells by the row's new version that it must read again
+    // (`findStoreContext`).
+    if (changes.tags || changes.legalHold || changes.prohibitions.size > 0) {
       await trx
         .updateTable('entities')
-        .set({ legal_hold: entity.legalHold ? 1 : 0, updated_date: now })
+        .set({ ...(changes.legalHold ? { legal_hold: entity.legalHold ? (1 as const) : (0 as const) } : {}), updated_date: now })
         .where('id', '=', entity.id)
         .execute();
     }
