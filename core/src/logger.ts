@@ -19,6 +19,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
           '*.apiKey',
           '*.privateKey',
           '*.value',
+          // Node's parser hands a request it could not parse to Fastify's client-error handler,
+          // which logs it at trace with its bytes: headers, key headers and body included.
+          '*.rawPacket',
         ],
         censor: '[redacted]',
       },

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { connect, type AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 
 let v: TestVault;
@@ -130,4 +131,36 @@ test('a client that sends its request too slowly gets 408 and loses its connecti
   }
   t.is(answers[2], '200');
   t.false((await slow.request<{ data: Array<{ key: string }> }>('GET', '/entitytypes')).body.data.some((e) => e.key === 'SLOW_TYPE'));
+});
+
+test('requests the HTTP parser refuses leave no key and no value in the log, even at trace', async (t) => {
+  const traced = await startTestVault({ env: { VAULT_LOG_LEVEL: 'trace' } });
+  t.teardown(() => traced.close());
+  await traced.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = traced.app.server.address() as AddressInfo;
+  const send = (raw: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let answer = '';
+      socket.on('data', (d) => (answer += d));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', () => resolve(answer));
+      socket.end(raw);
+    });
+  const value = `chunk-leak-${randomBytes(6).toString('hex')}@example.org`;
+  const auth = `Authorization: Bearer ${traced.adminKey}\r\nX-Decryption-Key: ${traced.keys.privateKey}\r\n`;
+  const answers = [
+    // Headers past what Node takes.
+    await send(`GET /entities/x/attributes HTTP/1.1\r\nHost: vault\r\n${auth}X-Pad: ${'p'.repeat(70_000)}\r\n\r\n`),
+    // A chunked store whose framing breaks after its value.
+    await send(`POST /entities/x/attributes HTTP/1.1\r\nHost: vault\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n30\r\n{"data":[{"attribute":"NOTE","value":"${value}"}]}\r\nZZ\r\n`),
+  ];
+  t.regex(answers[0], /^HTTP\/1\.1 431 /);
+  t.regex(answers[1], /^HTTP\/1\.1 400 /);
+  const lines = traced.logs.join('\n');
+  t.true(lines.includes('HPE_HEADER_OVERFLOW') && lines.includes('HPE_STRICT'), 'the refusals were logged');
+  // pino writes a Buffer as {"type":"Buffer","data":[bytes]}: those bytes are read as text too.
+  const bytes = [...lines.matchAll(/"type":"Buffer","data":\[([\d,]*)\]/g)].map((m) => Buffer.from(m[1].split(',').map(Number)).toString('latin1'));
+  const logs = [lines, ...bytes].join('\n');
+  for (const secret of [traced.adminKey, traced.keys.privateKey, value]) t.false(logs.includes(secret));
 });

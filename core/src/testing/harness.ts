@@ -105,7 +105,7 @@ export async function startTestVault(options: TestVaultOptions = {}): Promise<Te
       done();
     },
   });
-  const logger = createLogger('debug', sink);
+  const logger = createLogger(config.logLevel, sink);
   const vault = await Vault.open({ config, logger, announce: (m) => logs.push(m) });
   const app = await buildServer(vault);
   await app.ready();
