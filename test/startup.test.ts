@@ -5,6 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, REPO_ROOT, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
+import { testKeyPair } from '../core/src/testing/harness.js';
 
 function start(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
@@ -58,6 +59,7 @@ test('invalid configuration stops the start with a message naming the setting, b
     [{ VAULT_LOG_LEVEL: 'loud' }, 'VAULT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ VAULT_ADMIN_API_KEY: 'k'.repeat(513) }, 'VAULT_ADMIN_API_KEY must be 16 to 512 characters'],
     [{ VAULT_ENCRYPTION_PUBLIC_KEY: 'notbase64' }, 'VAULT_ENCRYPTION_PUBLIC_KEY must be the base64 of a PEM RSA public key (PKCS#1 or SPKI)'],
+    [{ VAULT_ENCRYPTION_PUBLIC_KEY: testKeyPair().privateKey }, 'VAULT_ENCRYPTION_PUBLIC_KEY holds a private key: give the public key only, the vault must never hold a private key'],
     [{ VAULT_TLS_CERT: join(dataDir, 'nope.crt'), VAULT_TLS_KEY: join(dataDir, 'nope.key') }, `VAULT_TLS_CERT names no readable file: ${join(dataDir, 'nope.crt')}`],
     [{ VAULT_HOST: 'no-such-host.invalid' }, 'VAULT_HOST "no-such-host.invalid" does not resolve to an address'],
   ];

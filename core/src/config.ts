@@ -2,7 +2,7 @@
  * The operator contract: every setting comes from the environment, is checked at start,
  * and a bad value stops the process with a message naming the variable.
  */
-import { createPublicKey } from 'node:crypto';
+import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -116,6 +116,16 @@ function isRsaPublicKey(base64: string): boolean {
   }
 }
 
+/** Node derives a public key from a private one without a word, so a private key passes `isRsaPublicKey`. */
+function isPrivateKey(base64: string): boolean {
+  try {
+    createPrivateKey(Buffer.from(base64, 'base64').toString('utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function readable(path: string): boolean {
   try {
     accessSync(path, constants.R_OK);
@@ -140,6 +150,9 @@ export function loadConfig(env: Env = process.env): VaultConfig {
   const logLevel = env.VAULT_LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`VAULT_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const encryptionPublicKey = env.VAULT_ENCRYPTION_PUBLIC_KEY || undefined;
+  if (encryptionPublicKey !== undefined && isPrivateKey(encryptionPublicKey)) {
+    throw new ConfigError('VAULT_ENCRYPTION_PUBLIC_KEY holds a private key: give the public key only, the vault must never hold a private key');
+  }
   if (encryptionPublicKey !== undefined && !isRsaPublicKey(encryptionPublicKey)) {
     throw new ConfigError('VAULT_ENCRYPTION_PUBLIC_KEY must be the base64 of a PEM RSA public key (PKCS#1 or SPKI)');
   }

@@ -38,6 +38,16 @@ test('a caller-supplied key is kept, and stored only as a hash', async (t) => {
   t.is(again.body.message, 'API key is already in use');
 });
 
+test('a caller-supplied key that no request could carry is refused, and no application is made', async (t) => {
+  for (const apiKey of ['  padded-key-0123456789  ', 'line\nbreak-key-0123456789', ' '.repeat(20), 'ключ-ключ-ключ-ключ', 'tab\tkey-0123456789012']) {
+    const res = await v.request('POST', '/applications', { body: { name: 'unusable', apiKey } });
+    t.is(res.status, 400, JSON.stringify(apiKey));
+    t.is(res.body.message, 'API key must be printable ASCII, without spaces');
+  }
+  const names = (await v.request('GET', '/applications')).body.data.map((a: { name: string }) => a.name);
+  t.false(names.includes('unusable'));
+});
+
 test('only admins manage applications', async (t) => {
   const apiKey = await v.createApplication(['*']);
   for (const [method, url] of [['GET', '/applications'], ['POST', '/applications'], ['GET', '/applications/x'], ['DELETE', '/applications/x']]) {

@@ -25,6 +25,7 @@ export interface CreateApplicationInput {
 }
 
 const MIN_KEY_LENGTH = 16;
+export const API_KEY_CHARACTERS = 'API key must be printable ASCII, without spaces';
 
 /**
  * API keys are stored as SHA-256 only. Generated keys carry 256 bits of entropy, so an
@@ -73,6 +74,8 @@ export class ApplicationService {
     }
     const apiKey = input.apiKey ?? generateApiKey();
     if (apiKey.length < MIN_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_KEY_LENGTH} characters`);
+    // HTTP trims a header's spaces and Node reads its bytes as Latin-1: any other key could never sign in.
+    if (!/^[\x21-\x7e]+$/.test(apiKey)) throw badRequest(API_KEY_CHARACTERS);
     const keyHash = hashApiKey(apiKey);
     const existing = await this.db.selectFrom('applications').select('id').where('api_key_hash', '=', keyHash).executeTakeFirst();
     if (existing) throw conflict('API key is already in use');
