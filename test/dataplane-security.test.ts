@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { EnvelopeError, openValue, unwrapDataKey } from '../core/src/crypto/envelope.js';
 import { fuzzRoutes, hostileJson } from '../core/src/testing/fuzz.js';
 import { startTestVault, type TestVault } from '../core/src/testing/harness.js';
-import { define, isError, read, store, uid } from './dataplane-helpers.js';
+import { define, isError, pointCount, read, store, uid } from './dataplane-helpers.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -201,4 +201,20 @@ test('the fuzzed data plane never answers 5xx and never stores half a request', 
     { numRuns: 150 },
   );
   t.is((await read(v, `/data/${seeded.dataPointId}`)).body.data.value, 'seed');
+});
+
+test('a store of more than 10,000 values, however nested, is refused before any is encrypted', async (t) => {
+  const DIARY = await define(v, { key: uid('DIARY'), repeatable: true, schema: { code: 'string', '[notes]': { text: 'string' } } });
+  const subject = uid('subject');
+  const notes = (n: number) => Array.from({ length: n }, (_, i) => ({ text: `note ${i}` }));
+  const refused = await store(v, subject, [{ attribute: DIARY, value: { code: 'c', notes: notes(10_000) } }]);
+  isError(t, refused, 413, 'A store may hold at most 10000 values, each leaf of a structured value counted');
+  t.is(await pointCount(v, subject), 0);
+  // Spread over items, the same count is the same refusal; at the limit it is stored.
+  const spread = await store(v, subject, [
+    { attribute: DIARY, value: { code: 'a', notes: notes(5_000) } },
+    { attribute: DIARY, value: { code: 'b', notes: notes(5_000) } },
+  ]);
+  t.is(spread.status, 413);
+  t.is((await store(v, subject, [{ attribute: DIARY, value: { code: 'c', notes: notes(9_999) } }])).status, 200);
 });

@@ -239,3 +239,19 @@ test.serial('a failing bulk never leaves part of itself behind; a passing one re
   );
   t.pass();
 });
+
+// Serial: it counts every record and point, which the concurrent tests add to.
+test.serial('a bulk carrying more than 50,000 values, however nested, is refused with 413 and records nothing', async (t) => {
+  const DIARY = unique('DIARY');
+  await defineAttribute(v, DIARY, { code: 'string', '[notes]': { text: 'string' } });
+  const subject = unique('subject');
+  const notes = Array.from({ length: 999 }, (_, i) => ({ text: `note ${i}` }));
+  // 1,000 values an event: fifty fit, the fifty-first is one too many.
+  const events = (n: number) => Array.from({ length: n }, () => store(subject, DIARY, { value: { code: 'c', notes } }));
+  const before = { records: await activityCount(v), points: await pointCount(v) };
+  const refused = await bulk(events(51));
+  t.is(refused.status, 413);
+  t.is(refused.body.message, 'Audit events may carry at most 50000 values in one request, each leaf of a structured value counted');
+  t.deepEqual({ records: await activityCount(v), points: await pointCount(v) }, before);
+  t.is((await bulk(events(50))).status, 200);
+});

@@ -9,7 +9,7 @@ import { newPointId } from '../datapoints/ids.js';
 import { MESSAGES } from '../datapoints/plane.js';
 import { appliesTo, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf, type Schema, type ValueErrorStatuses } from '../definitions/schema.js';
-import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { badRequest, conflict, forbidden, notFound, tooLarge } from '../errors.js';
 import type { CandidatePoint, RuleEntity } from '../rules/engine.js';
 import { canRegister, checkSensitivity, type ActivitySummary, type AuditMode, type ParsedEvent } from './events.js';
 import type { BatchPoints, NewPoint, PointView, RuleTarget } from './points.js';
@@ -66,8 +66,22 @@ interface Registration {
   leaves: Leaf[];
 }
 
+/** As many values as a bulk may have events, however they are nested: each leaf is a point and a rule candidate. */
+export const MAX_AUDIT_LEAVES = 50_000;
+export const TOO_MANY_AUDIT_LEAVES = 'Audit events may carry at most 50000 values in one request, each leaf of a structured value counted';
+
 export class EventPlanner {
+  private leafCount = 0;
+
   constructor(private readonly ctx: PlanContext) {}
+
+  /** The leaves of a value an event carries, counted against the request's budget. */
+  private leavesOf(schema: Schema, value: unknown, attribute: string): Leaf[] {
+    const leaves = checkValue(schema, value, attribute, this.ctx.statuses);
+    this.leafCount += leaves.length;
+    if (this.leafCount > MAX_AUDIT_LEAVES) throw tooLarge(TOO_MANY_AUDIT_LEAVES);
+    return leaves;
+  }
 
   plan(index: number, e: ParsedEvent): PlannedEvent {
     if (e.eventType === 'STORE') return this.planStore(index, e);
@@ -90,7 +104,7 @@ export class EventPlanner {
     if (!canAccessAttribute(this.ctx.caller, attribute)) throw forbidden('Forbidden access to attribute');
     for (const r of e.regulations) if (!this.ctx.knownRegulations.has(r)) throw badRequest('No such regulation');
     const sensitivity = checkSensitivity(e.sensitivity);
-    const leaves: Leaf[] = e.value === undefined ? [] : checkValue(definition.schema, e.value, attribute, this.ctx.statuses);
+    const leaves: Leaf[] = e.value === undefined ? [] : this.leavesOf(definition.schema, e.value, attribute);
     const entity = this.ctx.entity(subjectId);
     if (!appliesTo(definition, entity.type)) throw badRequest(MESSAGES.notApplicable);
     return {
@@ -192,7 +206,7 @@ export class EventPlanner {
       if (e.value !== undefined) {
         const definition = this.ctx.definitions.get(point.definitionKey);
         const schema = definition && subSchema(definition.schema, point.attribute);
-        const leaves = schema === undefined ? [] : checkValue(schema, e.value, point.attribute, this.ctx.statuses);
+        const leaves = schema === undefined ? [] : this.leavesOf(schema, e.value, point.attribute);
         plan.candidate = {
           attribute: point.definitionKey,
           value: e.value,

@@ -52,7 +52,11 @@ export const MESSAGES = {
   legalHoldDelete: 'Cannot delete data for data subject, as the data subject is under a legal hold',
   integrity: 'Stored data failed its integrity check',
   reportOnly: 'Report-only data is not stored: report it through POST /auditlogs',
+  tooManyLeaves: 'A store may hold at most 10000 values, each leaf of a structured value counted',
 } as const;
+
+/** As many values as a store may have items (`data`, at most 10,000), however they are nested. */
+export const MAX_STORE_LEAVES = 10_000;
 
 export const CHUNK = 400;
 

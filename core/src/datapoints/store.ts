@@ -14,7 +14,7 @@ import { appliesTo, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf } from '../definitions/schema.js';
 import { resolveForStore } from '../entities/service.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
-import { badRequest, BUSY_MESSAGE, conflict, forbidden, VaultError } from '../errors.js';
+import { badRequest, BUSY_MESSAGE, conflict, forbidden, tooLarge, VaultError } from '../errors.js';
 import { locate } from '../geo/locate.js';
 import { runAfterCommit, type CandidatePoint, type RuleEffects, type RuleEntity } from '../rules/engine.js';
 import { ensureTags } from '../tags/repository.js';
@@ -24,7 +24,7 @@ import { nowIso } from '../util/time.js';
 import { newPointId } from './ids.js';
 import { findStoreContext } from './store-context.js';
 import { isSensitivity, SENSITIVITY_MESSAGE, toDataPoint, VAULTED, type DataPoint } from './model.js';
-import { deleteStructures, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type PathForm } from './plane.js';
+import { deleteStructures, MAX_STORE_LEAVES, MESSAGES, pointRecord, requireRegulations, type DataPlaneDeps, type PathForm } from './plane.js';
 
 export interface AttributeInput {
   attribute: string;
@@ -138,6 +138,8 @@ export class DataPointStore {
       seen.add(definition.key);
     }
     const leaves = items.map((item) => checkValue(definitions.get(item.attribute)!.schema, item.value, item.attribute));
+    // Each leaf is encrypted and indexed on the event loop: one request of a long list must not stall the vault.
+    if (leaves.reduce((n, l) => n + l.length, 0) > MAX_STORE_LEAVES) throw tooLarge(MESSAGES.tooManyLeaves);
     const location = locate(input.request.origin ?? input.clientAddress);
     const requestedType = input.request.entityType ?? (input.form === 'datasubjects' ? DATASUBJECT : undefined);
     const reusableKey = dataKeys.reusable(input.entityId, wrapping);
