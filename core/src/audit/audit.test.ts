@@ -97,6 +97,16 @@ test('data.dataPointId names the new point when the event has none', async (t) =
   t.is(res.body.dataPointId, id);
 });
 
+test('a STORE naming two different ids, at the top and in data, is refused and registers neither', async (t) => {
+  const [top, inData] = [unique('top'), unique('in-data')];
+  const res = await post({ ...store(unique('subject'), EMAIL, { dataPointId: top }), data: { attribute: EMAIL, dataPointId: inData } });
+  t.is(res.status, 400);
+  t.is(res.body.message, 'dataPointId and data.dataPointId name different points');
+  for (const id of [top, inData]) t.is((await post({ eventType: 'READ', dataPointId: id, applicationId: 'crm' })).status, 404);
+  const same = unique('same');
+  t.is((await post({ ...store(unique('subject'), EMAIL, { dataPointId: same }), data: { attribute: EMAIL, dataPointId: same } })).body.dataPointId, same);
+});
+
 test('READ, UPDATE and DELETE answer with the subject and attribute of the point', async (t) => {
   const subject = unique('subject');
   const { body: stored } = await post(store(subject, EMAIL));

@@ -125,13 +125,19 @@ function names(given: string[] | null | undefined): readonly string[] {
   return [...new Set(given)].filter((n) => n !== '');
 }
 
+export const TWO_POINT_IDS = 'dataPointId and data.dataPointId name different points';
+
 export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEvent {
   const rawType = input.eventType;
   if (rawType === undefined || rawType === null || rawType === '') throw badRequest('Event type is required');
   if (typeof rawType !== 'string' || !(EVENT_TYPES as readonly string[]).includes(rawType)) throw badRequest('Unrecognized event type');
   const eventType = rawType as EventType;
   const data = input.data ?? undefined;
-  const dataPointId = optionalText(input.dataPointId) ?? (eventType === 'STORE' ? optionalText(data?.dataPointId) : undefined);
+  const topLevelId = optionalText(input.dataPointId);
+  const dataId = eventType === 'STORE' ? optionalText(data?.dataPointId) : undefined;
+  // Two different ids for one new point: taking either would leave the sender's other one unknown here.
+  if (topLevelId !== undefined && dataId !== undefined && topLevelId !== dataId) throw badRequest(TWO_POINT_IDS);
+  const dataPointId = topLevelId ?? dataId;
   if (eventType !== 'STORE' && dataPointId === undefined) throw badRequest('Data point ID is required for events other than creation');
   const timestamp = parseTimestamp(input.timestamp, clock);
   const applicationId = optionalText(input.applicationId);

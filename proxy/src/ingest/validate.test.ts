@@ -54,6 +54,7 @@ const cases: [string, unknown, string][] = [
   ['sensitivity not string', { ...read, data: { sensitivity: 3 } }, 'event 0: field "data.sensitivity" must be a string'],
   ['accessibility not string', { ...read, data: { accessibility: [] } }, 'event 0: field "data.accessibility" must be a string'],
   ['data.dataPointId not string', { ...read, data: { dataPointId: 1 } }, 'event 0: field "data.dataPointId" must be a string'],
+  ['STORE naming two points', { ...store, dataPointId: 'p-1', data: { ...store.data, dataPointId: 'p-2' } }, 'event 0: field "data.dataPointId" names a different point than dataPointId'],
   ['unknown data field', { ...read, data: { colour: 'red' } }, 'event 0: field "data.colour" is not a known field'],
   ['bad timestamp', { ...read, timestamp: 'yesterday' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
   ['impossible date', { ...read, timestamp: '2023-02-29T00:00:00Z' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],

@@ -192,6 +192,10 @@ export function validateEvent(raw: unknown): Validation {
       checkOptionalString(data.sensitivity, 'data.sensitivity') ??
       checkOptionalString(data.accessibility, 'data.accessibility');
     if (p) return p;
+    // The vault refuses a STORE naming two different points; here it would become a dead letter.
+    if (isStore && raw.dataPointId !== undefined && data.dataPointId !== undefined && raw.dataPointId !== data.dataPointId) {
+      return fail('data.dataPointId', 'names a different point than dataPointId');
+    }
     if (nestedDeeperThan(data.value, maxValueDepth)) {
       return fail('data.value', `is nested too deeply (more than ${maxValueDepth} levels)`);
     }
