@@ -19,6 +19,41 @@ const STORAGE_ANSWERS = {
   full: { message: STORAGE_FULL_MESSAGE, retryAfter: '60', warning: undefined },
 } as const;
 
+/** How much of a refused body is read and thrown away, at most, before the answer is sent. */
+const DISCARD_BYTES = 64 * 1024 * 1024;
+const DISCARD_MS = 30_000;
+
+/**
+ * Reads the rest of a body refused as too large, so its 413 reaches the client: answered at
+ * once, the connection closed while the client was still sending, and the client saw its own
+ * write fail (EPIPE, ECONNRESET) instead of the answer, which a sidecar or SDK then retries
+ * as an outage rather than splitting the batch. Beyond the bounds the connection just closes.
+ */
+function discardBody(raw: NodeJS.ReadableStream & { readableEnded?: boolean; destroyed?: boolean }): Promise<void> {
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let read = 0;
+    const done = () => {
+      clearTimeout(timer);
+      raw.removeListener('data', onData);
+      raw.removeListener('end', done);
+      raw.removeListener('close', done);
+      raw.removeListener('error', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > DISCARD_BYTES) done();
+    };
+    const timer = setTimeout(done, DISCARD_MS);
+    raw.on('data', onData);
+    raw.once('end', done);
+    raw.once('close', done);
+    raw.once('error', done);
+    raw.resume();
+  });
+}
+
 /** Maps every failure to `{statusCode, error, message}`; nothing ever answers with a stack. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -29,6 +64,9 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.status(400).send(errorBody(400, err.message));
     }
     const status = err.statusCode ?? 500;
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return discardBody(request.raw).then(() => reply.status(413).send(errorBody(413, 'Request body is too large')));
+    }
     if (status >= 400 && status < 500) {
       const message =
         err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'

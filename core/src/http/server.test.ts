@@ -164,3 +164,32 @@ test('requests the HTTP parser refuses leave no key and no value in the log, eve
   const logs = [lines, ...bytes].join('\n');
   for (const secret of [traced.adminKey, traced.keys.privateKey, value]) t.false(logs.includes(secret));
 });
+
+test('a client still sending a body over the limit gets its 413, not a broken connection', async (t) => {
+  await v.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = v.app.server.address() as AddressInfo;
+  const size = 2 * 1024 * 1024; // 32 times the limit: far more than the socket buffers hold
+  const answer = await new Promise<{ text: string; writeError?: string }>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    let writeError: string | undefined;
+    socket.on('data', (d) => (text += d));
+    socket.on('error', (err: NodeJS.ErrnoException) => (writeError ??= err.code));
+    socket.on('close', () => resolve({ text, writeError }));
+    socket.write(`POST /entitytypes HTTP/1.1\r\nHost: vault\r\nAuthorization: Bearer ${v.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    let sent = 0;
+    // Paced, as a client on a real network sends: the vault answers long before the last byte.
+    const timer = setInterval(() => {
+      if (sent >= size || socket.destroyed) {
+        clearInterval(timer);
+        return;
+      }
+      socket.write(chunk);
+      sent += chunk.length;
+    }, 2);
+  });
+  t.is(answer.writeError, undefined, 'every byte of the body could be sent');
+  t.regex(answer.text, /^HTTP\/1\.1 413 /);
+  t.true(answer.text.endsWith('{"statusCode":413,"error":"Payload Too Large","message":"Request body is too large"}'));
+});
