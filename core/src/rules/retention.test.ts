@@ -1,6 +1,6 @@
 /**
  * The retention sweep with two vault processes on one database, each sweeping: a write of
- * the other process (an overwrite, its own sweep) is landed at the moment the
+ * the other process (an overwrite, a legal hold, its own sweep) is landed at the moment the
  * sweep pauses at (`interleave`), where the timing of real processes could put it.
  */
 import test from 'ava';
@@ -128,6 +128,26 @@ onPostgres('a process sweeping while another holds the expired points passes the
   await a.vault.retention.sweep();
   t.deepEqual(await pointsOf(subjects), []);
   t.deepEqual(await retentionDeletes(subjects), points);
+});
+
+onPostgres('a legal hold set while the sweep checks the subject is answered only after the sweep’s delete', async (t) => {
+  const subject = uid('s');
+  t.is((await store(a, subject, EXPIRING, 'x')).status, 200);
+  const points = (await pointsOf([subject])).map((p) => p.id);
+  await expire([subject]);
+  const hold = landDuring(
+    () => b.request('POST', '/datasubjects', { body: { id: subject, legalHold: true }, apiKey: a.adminKey }),
+    () => pointsOf([subject]),
+  );
+  a.vault.retention.interleave = async (stage) => {
+    if (stage === 'checked') await hold.pause();
+  };
+  await a.vault.retention.sweep();
+  const answer = await hold.answered();
+  t.is(answer.status, 200);
+  t.deepEqual(await pointsOf([subject]), answer.seen, 'the points there when the hold was answered are kept');
+  t.deepEqual(await retentionDeletes([subject]), points, 'the hold waited for the delete');
+  t.true((await a.request('GET', `/datasubjects/${subject}`)).body.data.legalHold);
 });
 
 onPostgres('a value stored over an idle point while the idle sweep checks it is kept', async (t) => {

@@ -9,7 +9,8 @@
  * modification and its last READ in the activity log.
  *
  * Every process sweeps, and stores, overwrites and holds land between a sweep's steps. So
- * each transaction reads its points again, locked, and deletes only those still expired.
+ * each transaction reads its points again, locked, and deletes only those still expired;
+ * and reads their entities' hold locked, so a hold either waits for the delete or stops it.
  * On PostgreSQL rows another transaction holds are skipped, not waited for: two sweeps
  * split the expired points between them, and a point being written waits for the next
  * sweep. SQLite runs one write transaction at a time, so the reads inside it settle it.
@@ -112,12 +113,15 @@ export class RetentionSweeper {
 
   /**
    * Which of `entityIds` may lose points now (`free`) and which must keep them (`held`: under
-   * legal hold or with DELETE prohibited).
+   * legal hold or with DELETE prohibited). Each is read with a share lock kept to the commit:
+   * a hold set after this read waits for the sweep's delete, and one set before it is seen.
+   * On PostgreSQL an entity another transaction is writing (a hold, a store) is in neither:
+   * its points wait for the next sweep rather than the sweep for it.
    */
   private async checkEntities(trx: Kysely<Database>, entityIds: string[]): Promise<{ free: Set<string>; held: Set<string> }> {
     const ids = [...new Set(entityIds)];
     if (ids.length === 0) return { free: new Set(), held: new Set() };
-    const rows = await trx.selectFrom('entities').select(['id', 'legal_hold']).where('id', 'in', ids).execute();
+    const rows = await lockingOrSkipping(trx, trx.selectFrom('entities').select(['id', 'legal_hold']).where('id', 'in', ids), 'share').execute();
     const prohibited = await trx.selectFrom('entity_prohibitions').select('entity_id').where('entity_id', 'in', ids).where('operation', '=', 'DELETE').execute();
     const held = new Set([...rows.filter((r) => r.legal_hold === 1).map((r) => r.id), ...prohibited.map((r) => r.entity_id)]);
     return { free: new Set(rows.map((r) => r.id).filter((id) => !held.has(id))), held };
