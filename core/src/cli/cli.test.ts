@@ -1,9 +1,10 @@
 import test from 'ava';
-import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './main.js';
 import { commands } from './commands.js';
+import { createPostgresDatabase } from '../testing/harness.js';
 
 function io(env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -172,4 +173,35 @@ test('deadletters sends the sidecar ingest token from the environment and asks f
     { url: '/deadletters?values=true', authorization: 'Bearer cli-token-0123456789' },
     { url: '/deadletters', authorization: undefined },
   ]);
+});
+
+test('PostgreSQL: a backup that fails leaves the file already under its name as it was', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const env: Record<string, string> = { ...dataDir(t), VAULT_DB: database.url };
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const dir = env.VAULT_DATA_DIR;
+  const backup = join(dir, 'copy.dump');
+  writeFileSync(backup, 'an earlier good backup');
+  const noTools = join(dir, 'no-tools');
+  mkdirSync(noTools);
+  const failingTools = join(dir, 'failing-tools');
+  mkdirSync(failingTools);
+  // Writes part of a dump into the file it is given, then fails, as pg_dump may midway.
+  writeFileSync(join(failingTools, 'pg_dump'), '#!/bin/sh\nfor a; do case "$a" in --file=*) printf partial > "${a#--file=}";; esac; done\nexit 1\n');
+  chmodSync(join(failingTools, 'pg_dump'), 0o755);
+  for (const [path, message] of [
+    [noTools, 'Failed: pg_dump is not installed (it comes with the PostgreSQL client tools)'],
+    [failingTools, 'Failed: pg_dump failed (exit code 1); its own message is above'],
+  ]) {
+    const failed = io({ ...env, PATH: path });
+    t.is(await runCli(['backup', '--to', backup], failed.io), 1, path);
+    t.deepEqual(failed.err, [message]);
+    t.is(readFileSync(backup, 'utf8'), 'an earlier good backup');
+    t.deepEqual(readdirSync(dir).filter((f) => f.includes('partial')), [], 'nothing is left beside it');
+  }
+  const done = io(env);
+  t.is(await runCli(['backup', '--to', backup], done.io), 0);
+  t.regex(readFileSync(backup, 'latin1'), /^PGDMP/);
+  t.is(statSync(backup).mode & 0o777, 0o600);
 });

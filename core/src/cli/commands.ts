@@ -254,7 +254,7 @@ export const commands: Record<string, Command> = {
         return 2;
       }
       const target = resolve(String(values.to));
-      await withVault(io, (vault) => backupDatabase(vault, target));
+      await withVault(io, (vault) => backupDatabase(vault, target, io.env));
       io.out(`Backed up to ${target}. The blind-index key (VAULT_INDEX_KEY or index.key) is not in it: keep it with the backup, apart from the private key.`);
       return 0;
     },
@@ -270,7 +270,7 @@ export const commands: Record<string, Command> = {
         return 2;
       }
       const config = loadConfig(io.env);
-      await restoreDatabase(config.db, resolve(String(values.from)));
+      await restoreDatabase(config.db, resolve(String(values.from)), io.env);
       io.out(`Restored ${values.from}`);
       // A start without the backup's blind-index key would make a new one, and search would
       // then find nothing stored before.
@@ -302,7 +302,7 @@ export const commands: Record<string, Command> = {
   },
 };
 
-export async function backupDatabase(vault: Vault, target: string): Promise<void> {
+export async function backupDatabase(vault: Vault, target: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (vault.handle.sqlite) {
     const live = vault.config.db.slice('sqlite:'.length);
     // Renaming the copy over the live file would swap it out from under every running vault,
@@ -310,13 +310,35 @@ export async function backupDatabase(vault: Vault, target: string): Promise<void
     if (isSameFile(target, live) || ['-wal', '-shm', '-journal'].some((s) => isSameFile(target, live + s))) {
       throw conflict(`--to names the vault's own database (${live}): back up to another file`);
     }
-    backupSqlite(vault.handle.sqlite, target);
+    await backupSqlite(vault.handle.sqlite, target);
     return;
   }
-  // Created empty first, for its mode: pg_dump writes into it and keeps it.
-  closeSync(openSync(target, 'w', 0o600));
-  chmodSync(target, 0o600);
-  await runPgTool('pg_dump', ['--format=custom', '--no-owner', `--file=${target}`], vault.config.db);
+  // Beside the target, as on SQLite: a pg_dump that fails (or is missing) must not have
+  // emptied a good backup of the same name.
+  await writeBeside(target, (partial) => runPgTool('pg_dump', ['--format=custom', '--no-owner', `--file=${partial}`], vault.config.db, env));
+}
+
+/**
+ * Has `write` fill a new file beside the target, readable by its owner only, and gives it the
+ * target's name once synced: a failed backup never leaves a partial file, or an emptied one,
+ * under that name.
+ */
+async function writeBeside(target: string, write: (partial: string) => void | Promise<void>): Promise<void> {
+  const partial = `${target}.partial-${randomBytes(6).toString('hex')}`;
+  try {
+    // Created empty first, for its mode: a backup is as private as the database.
+    closeSync(openSync(partial, 'wx', 0o600));
+    await write(partial);
+    const fd = openSync(partial, 'r+');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(partial, target);
+  } finally {
+    rmSync(partial, { force: true });
+  }
 }
 
 /** Whether two paths name one file, through symbolic links and `..`, existing or not. */
@@ -341,13 +363,13 @@ function isSameFile(a: string, b: string): boolean {
  * line (where `ps` shows it) or in an error: the URL goes without it, the password in
  * PGPASSWORD, which libpq reads.
  */
-async function runPgTool(tool: 'pg_dump' | 'pg_restore', args: string[], dbUrl: string): Promise<void> {
+async function runPgTool(tool: 'pg_dump' | 'pg_restore', args: string[], dbUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
   const url = new URL(dbUrl);
   const password = decodeURIComponent(url.password);
   url.password = '';
   const { execFileSync } = await import('node:child_process');
   try {
-    execFileSync(tool, [...args, `--dbname=${url.toString()}`], { stdio: 'inherit', env: { ...process.env, ...(password ? { PGPASSWORD: password } : {}) } });
+    execFileSync(tool, [...args, `--dbname=${url.toString()}`], { stdio: 'inherit', env: { ...process.env, ...env, ...(password ? { PGPASSWORD: password } : {}) } });
   } catch (err) {
     const { status, code } = err as { status?: number; code?: string };
     throw new Error(code === 'ENOENT' ? `${tool} is not installed (it comes with the PostgreSQL client tools)` : `${tool} failed (exit code ${status}); its own message is above`);
@@ -360,25 +382,12 @@ async function runPgTool(tool: 'pg_dump' | 'pg_restore', args: string[], dbUrl: 
  * another process writes, and a serving vault writes on every read: under load it never
  * finished (a 100 MB file, 45 s, against reads from 8 connections). Only live content is
  * copied, so pages freed by deletions (a purge's destroyed data keys among them) stay behind.
- * The copy is written beside the target, readable by its owner only, and takes the target's
- * name once synced, so a failed backup never leaves a partial file under that name.
+ * The copy is written beside the target (`writeBeside`).
  */
-function backupSqlite(sqlite: Database.Database, target: string): void {
-  const partial = `${target}.partial-${randomBytes(6).toString('hex')}`;
-  try {
-    // Created empty first, for its mode: a backup is as private as the database.
-    closeSync(openSync(partial, 'wx', 0o600));
+function backupSqlite(sqlite: Database.Database, target: string): Promise<void> {
+  return writeBeside(target, (partial) => {
     sqlite.prepare('vacuum into ?').run(partial);
-    const fd = openSync(partial, 'r+');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(partial, target);
-  } finally {
-    rmSync(partial, { force: true });
-  }
+  });
 }
 
 /**
@@ -416,7 +425,7 @@ function isVaultDatabase(path: string): boolean {
   }
 }
 
-export async function restoreDatabase(dbUrl: string, source: string): Promise<void> {
+export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (dbUrl.startsWith('sqlite:')) {
     const path = dbUrl.slice('sqlite:'.length);
     if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
@@ -429,5 +438,5 @@ export async function restoreDatabase(dbUrl: string, source: string): Promise<vo
     chmodSync(path, 0o600);
     return;
   }
-  await runPgTool('pg_restore', ['--clean', '--if-exists', '--no-owner', source], dbUrl);
+  await runPgTool('pg_restore', ['--clean', '--if-exists', '--no-owner', source], dbUrl, env);
 }
