@@ -10,9 +10,9 @@ import type { Logger } from 'pino';
 import { ApplicationService } from './applications/service.js';
 import type { VaultConfig } from './config.js';
 import { WriteGroup } from './db/write-group.js';
-import { connect, disconnect, type DatabaseHandle } from './db/connect.js';
+import { connect, disconnect, redactUrl, type DatabaseHandle } from './db/connect.js';
 import type { DialectName } from './db/dialect.js';
-import { migrateToLatest } from './db/migrate.js';
+import { migrateToLatest, pendingMigrations } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
 import { DefinitionService } from './definitions/service.js';
@@ -42,6 +42,14 @@ export interface VaultOptions {
   logger: Logger;
   /** Where first-start secrets are announced; defaults to stderr, never the structured log. */
   announce?: (message: string) => void;
+  /**
+   * Opens the vault as it is, for the command line's verbs: a database that does not exist or
+   * is not migrated to this release is refused, and nothing is created (no database, no key,
+   * no admin application) or migrated. Only a start or `vault migrate` does that: an older
+   * release may still be serving the database, and a verb run from the wrong directory must
+   * not make a vault of its own there.
+   */
+  existing?: boolean;
 }
 
 export class Vault {
@@ -143,8 +151,10 @@ export class Vault {
   static async open(options: VaultOptions): Promise<Vault> {
     const { config } = options;
     const announce = options.announce ?? ((m: string) => process.stderr.write(`${m}\n`));
-    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-    const indexKey = loadIndexKey(config);
+    const existing = options.existing === true;
+    if (existing) requireDatabaseFile(config);
+    else mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    const indexKey = loadIndexKey(config, !existing);
     const handle = connect({
       url: config.db,
       poolSize: config.dbPoolSize,
@@ -155,20 +165,32 @@ export class Vault {
     });
     const vault = new Vault(options, handle, indexKey);
     try {
-      const migrating = handle.unbounded?.();
-      try {
-        await migrateToLatest(migrating ?? vault.db);
-      } finally {
-        await migrating?.destroy();
+      if (existing) {
+        await vault.requireMigrated();
+      } else {
+        const migrating = handle.unbounded?.();
+        try {
+          await migrateToLatest(migrating ?? vault.db);
+        } finally {
+          await migrating?.destroy();
+        }
+        await vault.bootstrap(announce);
+        vault.retention.start();
+        vault.sealer.start();
       }
-      await vault.bootstrap(announce);
-      vault.retention.start();
-      vault.sealer.start();
     } catch (err) {
       await vault.close();
       throw err;
     }
     return vault;
+  }
+
+  private async requireMigrated(): Promise<void> {
+    const { pending, applied } = await pendingMigrations(this.db);
+    if (applied === 0) throw new Error(`${redactUrl(this.config.db)} holds no vault: check VAULT_DB (a start or \`vault migrate\` creates one)`);
+    if (pending.length > 0) {
+      throw new Error(`the database is not migrated to this release (${pending.join(', ')} not applied): run \`vault migrate\`, or start this release's vault, first`);
+    }
   }
 
   private async bootstrap(announce: (message: string) => void): Promise<void> {
@@ -207,7 +229,20 @@ function writeSecretFile(path: string, content: string | Buffer): void {
   chmodSync(path, 0o600);
 }
 
-function loadIndexKey(config: VaultConfig): Buffer {
+/** A SQLite file must be there already; connecting would create an empty one. */
+function requireDatabaseFile(config: VaultConfig): void {
+  const path = config.db.startsWith('sqlite:') ? config.db.slice('sqlite:'.length) : undefined;
+  if (path !== undefined && path !== ':memory:' && !existsSync(path)) {
+    throw new Error(`there is no vault database at ${path}: check VAULT_DB and VAULT_DATA_DIR (a start or \`vault migrate\` creates one)`);
+  }
+}
+
+/**
+ * Without `create`, a vault that has no key yet gets one for this process only, never kept:
+ * the command line computes no blind index, and must not leave an index.key that a later
+ * start would take for the vault's own.
+ */
+function loadIndexKey(config: VaultConfig, create: boolean): Buffer {
   if (config.indexKey) {
     const key = Buffer.from(config.indexKey, 'base64');
     if (key.length < 32) throw new Error('VAULT_INDEX_KEY must be the base64 of at least 32 random bytes');
@@ -216,6 +251,6 @@ function loadIndexKey(config: VaultConfig): Buffer {
   const path = join(config.dataDir, 'index.key');
   if (existsSync(path)) return Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
   const key = randomBytes(32);
-  writeSecretFile(path, key.toString('base64'));
+  if (create) writeSecretFile(path, key.toString('base64'));
   return key;
 }

@@ -5,6 +5,11 @@ import { join } from 'node:path';
 import { runCli } from './main.js';
 import { commands } from './commands.js';
 import { createPostgresDatabase } from '../testing/harness.js';
+import { connect, disconnect } from '../db/connect.js';
+import { migrations } from '../db/migrations/index.js';
+import { Migrator } from 'kysely';
+import pg from 'pg';
+import { generateKeyPair } from '../crypto/keys.js';
 
 function io(env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -76,6 +81,7 @@ test('keygen writes a usable key pair, the private half 0600', async (t) => {
 
 test('applications are created, listed and deleted from the command line', async (t) => {
   const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
   const created = io(env);
   t.is(await runCli(['applications', 'create', '--name', 'reports', '--attributes', 'EMAIL,NAME'], created.io), 0);
   const match = /Created application (\S+) \(reports\)\. API key \(shown once\): (\S+)/.exec(created.out.join('\n'));
@@ -204,4 +210,91 @@ test('PostgreSQL: a backup that fails leaves the file already under its name as 
   t.is(await runCli(['backup', '--to', backup], done.io), 0);
   t.regex(readFileSync(backup, 'latin1'), /^PGDMP/);
   t.is(statSync(backup).mode & 0o777, 0o600);
+});
+
+/** A database as an older release left it: migrated up to `last` and no further. */
+async function migratedTo(url: string, last: string): Promise<void> {
+  const handle = connect({ url });
+  try {
+    const { error } = await new Migrator({ db: handle.db, provider: { getMigrations: async () => migrations } }).migrateTo(last);
+    if (error) throw error;
+  } finally {
+    await disconnect(handle);
+  }
+}
+
+/** One run of every verb that works on an existing vault, with valid arguments. */
+function verbsOnAVault(t: { teardown: (fn: () => void) => void }): string[][] {
+  const files = mkdtempSync(join(tmpdir(), 'vault-cli-args-'));
+  t.teardown(() => rmSync(files, { recursive: true, force: true }));
+  const pair = generateKeyPair(2048);
+  writeFileSync(join(files, 'public-key.pem'), pair.publicPem);
+  writeFileSync(join(files, 'private-key.pem'), pair.privatePem);
+  return [
+    ['applications', 'create', '--name', 'reports'],
+    ['applications', 'list'],
+    ['applications', 'delete', 'some-id'],
+    ['keys', 'list'],
+    ['keys', 'register', '--public-key', join(files, 'public-key.pem')],
+    ['keys', 'rewrap', '--old-private-key', join(files, 'private-key.pem')],
+    ['keys', 'retire', '--key-id', 'some-id'],
+    ['activity', 'verify'],
+    ['activity', 'head'],
+    ['backup', '--to', join(files, 'backup.db')],
+  ];
+}
+
+test('no verb but migrate makes a vault where there is none: each refuses, creating nothing', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-cli-none-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const env = { VAULT_DATA_DIR: join(dir, 'data') };
+  const database = join(dir, 'data', 'vault.db');
+  for (const verb of verbsOnAVault(t)) {
+    const { io: x, out, err } = io(env);
+    t.is(await runCli(verb, x), 1, verb.join(' '));
+    t.deepEqual(err, [`Failed: there is no vault database at ${database}: check VAULT_DB and VAULT_DATA_DIR (a start or \`vault migrate\` creates one)`], verb.join(' '));
+    t.deepEqual(out, []);
+    t.deepEqual(readdirSync(dir), [], `${verb.join(' ')} created nothing: no database, no keys`);
+  }
+});
+
+test('no verb but migrate migrates: each refuses a database an older release left, which stays as it was', async (t) => {
+  const env = dataDir(t);
+  const dir = env.VAULT_DATA_DIR;
+  await migratedTo(`sqlite:${join(dir, 'vault.db')}`, '0005_key_rotation');
+  const before = readdirSync(dir).sort();
+  for (const verb of verbsOnAVault(t)) {
+    const { io: x, err } = io(env);
+    t.is(await runCli(verb, x), 1, verb.join(' '));
+    t.deepEqual(
+      err,
+      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject not applied): run `vault migrate`, or start this release's vault, first"],
+      verb.join(' '),
+    );
+  }
+  t.deepEqual(readdirSync(dir).sort(), before, 'no key or index key was made');
+  const probe = connect({ url: `sqlite:${join(dir, 'vault.db')}` });
+  t.teardown(() => disconnect(probe));
+  const applied = await probe.db.selectFrom('kysely_migration' as never).select('name' as never).execute();
+  t.is(applied.length, 5, 'no migration ran');
+
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  t.is(await runCli(['keys', 'list'], io(env).io), 0);
+});
+
+test('PostgreSQL: no verb but migrate makes a vault in a database without one', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const env: Record<string, string> = { ...dataDir(t), VAULT_DB: database.url };
+  for (const verb of verbsOnAVault(t)) {
+    const { io: x, err } = io(env);
+    t.is(await runCli(verb, x), 1, verb.join(' '));
+    t.deepEqual(err, [`Failed: ${database.url} holds no vault: check VAULT_DB (a start or \`vault migrate\` creates one)`], verb.join(' '));
+  }
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  const { rows } = await client.query("select count(*)::int as n from information_schema.tables where table_schema = 'public'");
+  await client.end();
+  t.is(rows[0].n, 0, 'no table was created');
+  t.deepEqual(readdirSync(env.VAULT_DATA_DIR), [], 'no key was made');
 });

@@ -27,10 +27,14 @@ export interface Command {
   run(args: { values: Record<string, string | boolean | undefined>; positionals: string[] }, io: Io): Promise<number>;
 }
 
-/** Opens the configured vault quietly (warnings only) for one command. */
-async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>): Promise<T> {
+/**
+ * Opens the configured vault quietly (warnings only) for one command. Only `migrate` may
+ * create or migrate it (`existing: false`); every other verb refuses a vault that is missing
+ * or not migrated to this release.
+ */
+async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>, { existing = true } = {}): Promise<T> {
   const config = loadConfig(io.env);
-  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: io.err });
+  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: io.err, existing });
   try {
     return await fn(vault);
   } finally {
@@ -126,7 +130,7 @@ export const commands: Record<string, Command> = {
     summary: 'Apply every pending database migration (the server also does this on start)',
     usage: 'vault migrate',
     async run(_args, io) {
-      await withVault(io, async () => undefined);
+      await withVault(io, async () => undefined, { existing: false });
       io.out('Database is up to date');
       return 0;
     },

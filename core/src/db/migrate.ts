@@ -29,3 +29,10 @@ export async function migrationsApplied(db: Kysely<any>): Promise<boolean> {
   const all = await migrator.getMigrations();
   return all.every((m) => m.executedAt !== undefined);
 }
+
+/** The migrations this build knows that the database has not had, in order; reads only. */
+export async function pendingMigrations(db: Kysely<any>): Promise<{ pending: string[]; applied: number }> {
+  const migrator = new Migrator({ db, provider: new StaticProvider() });
+  const all = await migrator.getMigrations();
+  return { pending: all.filter((m) => m.executedAt === undefined).map((m) => m.name), applied: all.filter((m) => m.executedAt !== undefined).length };
+}
