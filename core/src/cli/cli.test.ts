@@ -9,6 +9,7 @@ import { connect, disconnect } from '../db/connect.js';
 import { migrations } from '../db/migrations/index.js';
 import { Migrator } from 'kysely';
 import pg from 'pg';
+import { execFileSync } from 'node:child_process';
 import { generateKeyPair } from '../crypto/keys.js';
 
 function io(env: Record<string, string> = {}) {
@@ -297,4 +298,61 @@ test('PostgreSQL: no verb but migrate makes a vault in a database without one', 
   await client.end();
   t.is(rows[0].n, 0, 'no table was created');
   t.deepEqual(readdirSync(env.VAULT_DATA_DIR), [], 'no key was made');
+});
+
+test('PostgreSQL: restoring a backup an older release made leaves a database this release starts on', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const env: Record<string, string> = { ...dataDir(t), VAULT_DB: database.url };
+  const dir = env.VAULT_DATA_DIR;
+  // The backup taken before the upgrade, of the schema the older release had.
+  await migratedTo(database.url, '0005_key_rotation');
+  const older = join(dir, 'before-upgrade.dump');
+  execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${older}`, `--dbname=${database.url}`]);
+  // The upgrade: its migrations add tables the backup does not have.
+  t.is(await runCli(['migrate'], io(env).io), 0);
+
+  const restored = io(env);
+  t.is(await runCli(['restore', '--from', older], restored.io), 0);
+  t.deepEqual(restored.out, [`Restored ${older}`]);
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  t.teardown(() => client.end());
+  const applied = async () => (await client.query('select name from kysely_migration order by name')).rows.map((r) => r.name);
+  t.deepEqual(await applied(), Object.keys(migrations).slice(0, 5), 'the database is the backup’s');
+  t.is(await runCli(['migrate'], io(env).io), 0, 'this release migrates it again, as a start does');
+  t.deepEqual(await applied(), Object.keys(migrations));
+});
+
+test('PostgreSQL: restore refuses a file that is not a vault backup, or a database that holds something else, changing nothing', async (t) => {
+  const database = await createPostgresDatabase();
+  const other = await createPostgresDatabase();
+  t.teardown(async () => {
+    await database.drop();
+    await other.drop();
+  });
+  const env: Record<string, string> = { ...dataDir(t), VAULT_DB: database.url };
+  const dir = env.VAULT_DATA_DIR;
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const notADump = join(dir, 'notes.txt');
+  writeFileSync(notADump, 'not a backup at all');
+  const client = new pg.Client({ connectionString: other.url });
+  await client.connect();
+  t.teardown(() => client.end());
+  await client.query('create table customers (id int primary key)');
+  const notAVault = join(dir, 'customers.dump');
+  execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${notAVault}`, `--dbname=${other.url}`]);
+  for (const file of [notADump, notAVault]) {
+    const refused = io(env);
+    t.is(await runCli(['restore', '--from', file], refused.io), 1);
+    t.deepEqual(refused.err, [`${file} is not a vault database made by \`vault backup\`: nothing was changed`]);
+  }
+  t.is(await runCli(['keys', 'list'], io(env).io), 0, 'the vault is as it was');
+
+  const backup = join(dir, 'vault.dump');
+  t.is(await runCli(['backup', '--to', backup], io(env).io), 0);
+  const elsewhere = io({ ...env, VAULT_DB: other.url });
+  t.is(await runCli(['restore', '--from', backup], elsewhere.io), 1);
+  t.deepEqual(elsewhere.err, [`${other.url} holds tables but no vault: nothing was changed (restore into the vault's own database)`]);
+  t.is((await client.query('select count(*)::int as n from customers')).rows[0].n, 0, 'its table is still there');
 });

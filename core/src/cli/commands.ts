@@ -13,6 +13,7 @@ import { createLogger } from '../logger.js';
 import { ActivityService, parseChainHead, type ChainHead } from '../activity/service.js';
 import { conflict } from '../errors.js';
 import { Vault } from '../vault.js';
+import { redactUrl } from '../db/connect.js';
 
 export interface Io {
   out: (line: string) => void;
@@ -442,5 +443,64 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     chmodSync(path, 0o600);
     return;
   }
-  await runPgTool('pg_restore', ['--clean', '--if-exists', '--no-owner', source], dbUrl, env);
+  if (!(await isVaultDump(source, env))) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
+  await dropVaultSchema(dbUrl);
+  try {
+    await runPgTool('pg_restore', ['--no-owner', '--single-transaction', '--exit-on-error', source], dbUrl, env);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}. The database's vault tables were dropped before it: restore again once the cause is fixed`);
+  }
+}
+
+/** Whether a file is a pg_dump archive holding a vault (its migration table), asked of pg_restore. */
+async function isVaultDump(source: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+  const { execFileSync } = await import('node:child_process');
+  let contents: string;
+  try {
+    contents = execFileSync('pg_restore', ['--list', source], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 });
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') throw new Error('pg_restore is not installed (it comes with the PostgreSQL client tools)');
+    return false;
+  }
+  return /^\d+; \d+ \d+ TABLE \S+ kysely_migration /m.test(contents);
+}
+
+/**
+ * Empties the vault's schema of every table, view, sequence and function, so the restored
+ * database is the backup's and nothing else. `pg_restore --clean` drops only what the dump
+ * holds: tables a newer release added stayed while the migration table went back, and the
+ * next start failed re-creating them. A schema holding tables but no vault is refused, so a
+ * VAULT_DB naming the wrong database loses nothing. Objects of extensions are left alone.
+ */
+async function dropVaultSchema(dbUrl: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: dbUrl });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await client.query('begin');
+    const objects = await client.query<{ kind: string; name: string }>(
+      `select case c.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end as kind,
+              format('%I.%I', n.nspname, c.relname) as name
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = current_schema() and c.relkind in ('r', 'p', 'v', 'm', 'S')
+          and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('e', 'a', 'i'))
+       union all
+       select 'function', format('%I.%I(%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid))
+         from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = current_schema()
+          and not exists (select 1 from pg_depend d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')`,
+    );
+    const tables = objects.rows.filter((o) => o.kind === 'table');
+    if (tables.length > 0 && !tables.some((o) => /^"?[^.]+"?\.kysely_migration$/.test(o.name))) {
+      throw conflict(`${redactUrl(dbUrl)} holds tables but no vault: nothing was changed (restore into the vault's own database)`);
+    }
+    for (const { kind, name } of objects.rows) await client.query(`drop ${kind} if exists ${name} cascade`);
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => {});
+    throw err;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
