@@ -2,7 +2,7 @@
  * The vault without HTTP: a database, the key material it may hold, and one service per
  * concept. The server, the CLI and tests all build on this.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -11,6 +11,7 @@ import { ApplicationService } from './applications/service.js';
 import type { VaultConfig } from './config.js';
 import { WriteGroup } from './db/write-group.js';
 import { connect, disconnect, redactUrl, type DatabaseHandle } from './db/connect.js';
+import { tightenMode } from './db/sqlite.js';
 import type { DialectName } from './db/dialect.js';
 import { migrateToLatest, pendingMigrations } from './db/migrate.js';
 import type { Database } from './db/schema.js';
@@ -154,6 +155,7 @@ export class Vault {
     const existing = options.existing === true;
     if (existing) requireDatabaseFile(config);
     else mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    const tightened = keepDataDirPrivate(config.dataDir);
     const indexKey = loadIndexKey(config, !existing);
     const handle = connect({
       url: config.db,
@@ -162,7 +164,11 @@ export class Vault {
       statementTimeoutMs: config.dbStatementTimeoutMs,
       sqliteCacheMb: config.sqliteCacheMb,
       onCheckpointError: (err) => options.logger.warn({ err }, 'the SQLite checkpoint thread stopped; the writer checkpoints by itself again'),
+      onModesTightened: (changes) => tightened.push(...changes),
     });
+    if (tightened.length > 0) {
+      options.logger.warn({ changes: tightened }, 'files of the vault were readable by other users (as older releases created them): made them private to their owner');
+    }
     const vault = new Vault(options, handle, indexKey);
     try {
       if (existing) {
@@ -227,6 +233,19 @@ export class Vault {
 function writeSecretFile(path: string, content: string | Buffer): void {
   writeFileSync(path, content, { mode: 0o600 });
   chmodSync(path, 0o600);
+}
+
+/**
+ * Older releases created the data directory 0755 and its files 0644, and the vault made them
+ * private only when creating them. The directory is changed only if it is this user's and not
+ * one shared with others (sticky, as /tmp is). Returns what it changed.
+ */
+function keepDataDirPrivate(dataDir: string): string[] {
+  if (!existsSync(dataDir)) return [];
+  const dir = statSync(dataDir);
+  const owned = dir.isDirectory() && dir.uid === process.getuid?.() && (dir.mode & 0o1000) === 0;
+  const changes = [owned ? tightenMode(dataDir, 0o700) : undefined, ...['index.key', 'vault-private-key.pem'].map((name) => tightenMode(join(dataDir, name), 0o600))];
+  return changes.filter((c): c is string => c !== undefined);
 }
 
 /** A SQLite file must be there already; connecting would create an empty one. */

@@ -356,3 +356,43 @@ test('PostgreSQL: restore refuses a file that is not a vault backup, or a databa
   t.deepEqual(elsewhere.err, [`${other.url} holds tables but no vault: nothing was changed (restore into the vault's own database)`]);
   t.is((await client.query('select count(*)::int as n from customers')).rows[0].n, 0, 'its table is still there');
 });
+
+test('an install an older release left readable by others is made private when the vault opens it, with one warning', async (t) => {
+  const env = dataDir(t);
+  const dir = env.VAULT_DATA_DIR;
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const files = ['vault.db', 'index.key', 'vault-private-key.pem'].map((f) => join(dir, f));
+  chmodSync(dir, 0o755);
+  for (const file of files) chmodSync(file, 0o644);
+
+  const { Writable } = await import('node:stream');
+  const { loadConfig } = await import('../config.js');
+  const { createLogger } = await import('../logger.js');
+  const { Vault } = await import('../vault.js');
+  const open = async (existing: boolean) => {
+    const lines: { msg: string; changes?: string[] }[] = [];
+    const sink = new Writable({ write: (chunk, _enc, done) => done(void lines.push(JSON.parse(String(chunk)))) });
+    const vault = await Vault.open({ config: loadConfig(env), logger: createLogger('warn', sink), announce: () => {}, existing });
+    await vault.close();
+    return lines;
+  };
+  const first = await open(true);
+  t.deepEqual(first.map((l) => [l.msg, l.changes]), [
+    [
+      'files of the vault were readable by other users (as older releases created them): made them private to their owner',
+      [`${dir} 0755 -> 0700`, `${join(dir, 'index.key')} 0644 -> 0600`, `${join(dir, 'vault-private-key.pem')} 0644 -> 0600`, `${join(dir, 'vault.db')} 0644 -> 0600`],
+    ],
+  ]);
+  t.is(statSync(dir).mode & 0o777, 0o700);
+  for (const file of files) t.is(statSync(file).mode & 0o777, 0o600, file);
+  t.deepEqual(await open(false), [], 'said once: the next start has nothing to change');
+});
+
+test('a data directory shared with others, such as /tmp, keeps its mode', async (t) => {
+  const shared = mkdtempSync(join(tmpdir(), 'vault-cli-shared-'));
+  t.teardown(() => rmSync(shared, { recursive: true, force: true }));
+  chmodSync(shared, 0o1777);
+  t.is(await runCli(['migrate'], io({ VAULT_DATA_DIR: shared, VAULT_ADMIN_API_KEY: 'cli-test-admin-key-0000' }).io), 0);
+  t.is(statSync(shared).mode & 0o7777, 0o1777);
+  t.is(statSync(join(shared, 'vault.db')).mode & 0o777, 0o600);
+});

@@ -37,6 +37,8 @@ export interface ConnectOptions {
   sqliteCacheMb?: number;
   /** Told when SQLite's checkpoint thread fails. */
   onCheckpointError?: (err: Error) => void;
+  /** Told which SQLite files others could read, and were made private. */
+  onModesTightened?: (changes: string[]) => void;
   /** PostgreSQL: how long to wait for a connection (pool full, or the server not answering), ms. */
   connectTimeoutMs?: number;
   /**
@@ -52,7 +54,7 @@ const PREPARED_STATEMENTS = 500;
 /** PostgreSQL parses fast enough that only short statements earn a name. */
 const PREPARED_TEXT_LIMIT = 4096;
 
-export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointError, connectTimeoutMs = 10_000, statementTimeoutMs = 30_000 }: ConnectOptions): DatabaseHandle {
+export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointError, onModesTightened, connectTimeoutMs = 10_000, statementTimeoutMs = 30_000 }: ConnectOptions): DatabaseHandle {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     // Counts and sequences are bigint; JavaScript numbers hold them exactly far past our scale.
     pg.types.setTypeParser(20, (v) => Number(v));
@@ -75,7 +77,7 @@ export function connect({ url, poolSize = 10, sqliteCacheMb = 32, onCheckpointEr
     return { db, reader: db, dialect: 'postgres', unbounded };
   }
   if (!url.startsWith('sqlite:')) throw new Error(`VAULT_DB must be sqlite:<path> or a postgres:// URL, got "${redactUrl(url)}"`);
-  return connectSqlite(url.slice('sqlite:'.length), { cacheMb: sqliteCacheMb, onCheckpointError });
+  return connectSqlite(url.slice('sqlite:'.length), { cacheMb: sqliteCacheMb, onCheckpointError, onModesTightened });
 }
 
 /** Closes every connection of a handle, the checkpoint thread's first. */

@@ -4,7 +4,7 @@
  */
 import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteAdapter, SqliteDialect, type DialectAdapter, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseHandle } from './connect.js';
 import type { Database } from './schema.js';
@@ -29,10 +29,15 @@ export interface SqliteOptions {
   cacheMb: number;
   /** Told when the checkpoint thread fails (the writer then checkpoints by itself again). */
   onCheckpointError?: (err: Error) => void;
+  /** Told which files others could read, and were made private (`tightenMode`). */
+  onModesTightened?: (changes: string[]) => void;
 }
 
-export function connectSqlite(path: string, { cacheMb, onCheckpointError }: SqliteOptions): DatabaseHandle {
-  if (path !== ':memory:') createPrivately(path);
+export function connectSqlite(path: string, { cacheMb, onCheckpointError, onModesTightened }: SqliteOptions): DatabaseHandle {
+  if (path !== ':memory:') {
+    const changes = keepPrivate(path);
+    if (changes.length > 0) onModesTightened?.(changes);
+  }
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
   // NORMAL is durable across process crashes in WAL mode; only power loss can drop the last commits.
@@ -62,16 +67,43 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError }: Sqli
 }
 
 /**
- * A new database file is readable by its owner only, its directory too when created here:
- * the file holds no value in clear, but subjects' ids, the activity log and wrapped keys.
- * SQLite gives its write-ahead log and shared-memory files the database file's permissions.
+ * The database file is readable by its owner only, its directory too when created here: the
+ * file holds no value in clear, but subjects' ids, the activity log and wrapped keys. SQLite
+ * gives its write-ahead log and shared-memory files the database file's permissions. Older
+ * releases created the file 0644 and made nothing private afterwards, so an existing file (and
+ * a log or journal left beside it) is made private on every open too. A directory it did not
+ * create is left as it is: it may be shared, as /tmp is. Returns what it changed.
  */
-function createPrivately(path: string): void {
+function keepPrivate(path: string): string[] {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   try {
     closeSync(openSync(path, 'wx', 0o600));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return [path, `${path}-wal`, `${path}-shm`, `${path}-journal`].map((file) => tightenMode(file, 0o600)).filter((c): c is string => c !== undefined);
+}
+
+/**
+ * Takes the permissions others have on an existing file or directory away, leaving the
+ * owner's as `mode` gives them. Says what it changed, or why it could not (a file of another
+ * user); nothing when there was nothing to change or no such file.
+ */
+export function tightenMode(path: string, mode: number): string | undefined {
+  let current: number;
+  try {
+    current = statSync(path).mode & 0o777;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  if ((current & ~mode) === 0) return undefined;
+  const octal = (m: number) => `0${m.toString(8).padStart(3, '0')}`;
+  try {
+    chmodSync(path, mode);
+    return `${path} ${octal(current)} -> ${octal(mode)}`;
+  } catch (err) {
+    return `${path} stays ${octal(current)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
   }
 }
 
