@@ -25,5 +25,7 @@ USER node
 VOLUME ["/data"]
 EXPOSE 8083 8084
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 CMD node -e "fetch('http://127.0.0.1:'+(process.env.VAULT_PORT||8083)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-# `node core/bin/vault.mjs sidecar`-style entry points: the image runs the vault by default.
+# The vault by default. The sidecar runs from the same image with
+# `node --enable-source-maps dist/proxy/src/main.js` (as docker-compose.yml does), and the
+# command line with `node core/bin/vault.mjs <verb>` (no pg_dump in it: see the README's Containers).
 CMD ["node", "--enable-source-maps", "--max-semi-space-size=8", "dist/core/src/main.js"]
