@@ -196,6 +196,29 @@ test('activity: filters, paging and verification; admins only', async (t) => {
   await apiError(t, client.activity.verify(), 403, 'Forbidden');
 });
 
+test('activity.all() ends, listing each record once, when the loop body reads the data it walks', async (t) => {
+  const subject = unique('subj');
+  await v.admin.dataSubjects.storeAttributes(subject, [{ attribute: EMAIL, value: 'walk@example.org' }]);
+  for (let i = 0; i < 3; i++) await v.admin.dataSubjects.getAttribute(subject, EMAIL);
+  const logged = async () => {
+    await v.admin.activity.head();
+    return (await v.admin.activity.list({ subjectId: subject, count: 1000 })).map((r) => r.eventId);
+  };
+
+  for (const order of ['oldest', 'newest'] as const) {
+    const before = await logged();
+    const walked: string[] = [];
+    for await (const record of v.admin.activity.all({ subjectId: subject, count: 2, order })) {
+      // Each read appends a READ of this subject to the log being walked.
+      await v.admin.dataSubjects.getAttribute(subject, EMAIL);
+      walked.push(record.eventId);
+      if (walked.length > 50) break;
+    }
+    t.deepEqual(walked, order === 'oldest' ? before : [...before].reverse(), order);
+    t.is((await logged()).length, before.length * 2, 'every read of the loop was recorded');
+  }
+});
+
 test('activity: head() and verify(head), as the object or as SEQUENCE:HASH; admins only', async (t) => {
   const subject = unique('subj');
   const { dataPointId } = await v.admin.audit.log({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL }, applicationId: 'crm' });

@@ -331,9 +331,22 @@ export class ActivityApi {
     return this.send({ method: 'GET', path: '/activity', query: { ...filter }, idempotent: true, signal: options.signal });
   }
 
-  /** Every matching record, walking the pages. */
+  /**
+   * Every matching record sealed when the walk starts (`head()` seals what is pending), each
+   * once, walking the pages. Records added meanwhile, including the READs the loop's own
+   * reads append, are left for the next walk (`fromSequence`: the last `sequence` seen + 1).
+   */
   all(filter: Omit<ActivityFilter, 'page'> = {}, options: CallOptions = {}): AsyncGenerator<ActivityRecord, void, undefined> {
-    return pages(filter.count ?? 100, (page, count) => this.list({ ...filter, page, count }, options));
+    return this.walkSnapshot(filter, options);
+  }
+
+  private async *walkSnapshot(filter: Omit<ActivityFilter, 'page'>, options: CallOptions): AsyncGenerator<ActivityRecord, void, undefined> {
+    // Offset paging over a growing log never meets a short page when every read adds a
+    // record, and repeats entries under `newest`. The sealed range up to the head never changes.
+    const head = await this.head(options);
+    const toSequence = Math.min(filter.toSequence ?? head.sequence, head.sequence);
+    if (toSequence < 1 || toSequence < (filter.fromSequence ?? 1)) return;
+    yield* pages(filter.count ?? 100, (page, count) => this.list({ ...filter, toSequence, page, count }, options));
   }
 
   /**
