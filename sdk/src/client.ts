@@ -96,7 +96,12 @@ export class EntityApi {
     return this.send({ method: 'GET', path: this.base, query: { page: options.page, count: options.count }, idempotent: true, signal: options.signal });
   }
 
-  /** Every entity, a page of `pageSize` (default 100) per request. */
+  /**
+   * Every entity, a page of `pageSize` (default 100) per request. The vault pages by offset
+   * and offers no cursor: deleting (or purging) entities inside the loop skips others, and
+   * entities others create meanwhile can repeat one. To delete, collect the ids first, then
+   * delete them.
+   */
   all(options: CallOptions & { pageSize?: number } = {}): AsyncGenerator<Entity, void, undefined> {
     return pages(options.pageSize ?? 100, (page, count) => this.list({ page, count, signal: options.signal }));
   }
@@ -462,7 +467,12 @@ export class VaultClient {
     }
   }
 
-  /** Every data point matching the query, walking the pages (`pageSize` per request, default 100). */
+  /**
+   * Every data point matching the query, walking the pages (`pageSize` per request, default
+   * 100). The vault pages by offset and offers no cursor: deleting points inside the loop
+   * skips others, and points stored meanwhile can repeat one. To delete, collect the ids
+   * first, then delete them.
+   */
   searchAll(query: SearchQuery, options: CallOptions & { pageSize?: number } = {}): AsyncGenerator<SearchResult, void, undefined> {
     const { pageSize = 100, ...call } = options;
     return pages(pageSize, (page, count) => this.search({ query, page, count }, call));

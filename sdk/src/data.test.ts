@@ -270,6 +270,21 @@ test('searchAll walks the pages, and stops cleanly when the last page is exactly
   t.deepEqual(none, []);
 });
 
+test('searchAll: deleting while iterating skips points, as the README says; collecting the ids first deletes them all', async (t) => {
+  const key = await definition('STALE', { repeatable: true });
+  const subject = unique('subj');
+  await v.admin.dataSubjects.storeAttributes(subject, Array.from({ length: 6 }, (_, i) => ({ attribute: key, value: `stale ${i}` })));
+
+  for await (const point of v.admin.searchAll({ attributes: [key] }, { pageSize: 2 })) await v.admin.data.delete(point.dataPointId);
+  // Each delete moves the later points a place forward, past the next page's offset.
+  t.is((await v.admin.search({ query: { attributes: [key] } })).length, 2);
+
+  const stale: string[] = [];
+  for await (const point of v.admin.searchAll({ attributes: [key] }, { pageSize: 2 })) stale.push(point.dataPointId);
+  for (const id of stale) await v.admin.data.delete(id);
+  t.deepEqual(await v.admin.search({ query: { attributes: [key] } }), []);
+});
+
 test('searchAll passes on errors other than an empty page', async (t) => {
   const walk = async () => {
     for await (const _ of v.admin.searchAll({ attributes: ['X'] }, { pageSize: 5000 })) t.fail();

@@ -136,8 +136,8 @@ test.serial('store-and-read', async (t) => {
 });
 
 test.serial('search', async (t) => {
-  await vault.dataSubjects.storeAttributes('carol', [{ attribute: 'EMAIL', value: 'carol@example.org' }]);
   // example:start search
+  await vault.dataSubjects.storeAttributes('carol', [{ attribute: 'EMAIL', value: 'carol@example.org' }]);
   await vault.dataSubjects.storeAttributes('bob', [{ attribute: 'EMAIL', value: 'Bob@Example.org' }]);
 
   // Matched through the blind index: no value is decrypted, none is returned.
@@ -148,11 +148,17 @@ test.serial('search', async (t) => {
   for await (const point of vault.searchAll({ attributes: ['EMAIL'], regulations: ['GDPR'] }, { pageSize: 500 })) {
     gdprEmails.push(point);
   }
+
+  // Deleting inside the loop would skip points: collect the ids, then delete.
+  const carols: string[] = [];
+  for await (const point of vault.searchAll({ attributes: ['EMAIL'], entityId: ['carol'] })) carols.push(point.dataPointId);
+  for (const id of carols) await vault.data.delete(id);
   // example:end
   t.deepEqual(matches.map((p) => p.entityId), ['bob']);
   t.false('value' in matches[0]);
   t.deepEqual(none, []);
   t.deepEqual(gdprEmails.map((p) => p.entityId), ['carol', 'bob']);
+  t.deepEqual(await vault.search({ query: { attributes: ['EMAIL'], entityId: ['carol'] } }), []);
 });
 
 test.serial('registry', async (t) => {
