@@ -2,6 +2,8 @@
  * Report-only audit logs, the activity log and the reporter, through the SDK against a real
  * vault process (and, for the sidecar mode, a real sidecar on the local Redis).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { VaultApiError, VaultNetworkError } from './errors.js';
 import type { StampedEvent } from './reporter.js';
@@ -357,7 +359,7 @@ test('reporter (direct): retries after lost answers without recording anything t
   t.deepEqual((await records(subject)).map((r) => r.eventId), sent.map((e) => e.eventId));
 });
 
-test('reporter (direct): a vault that stays away fails the batch after maxAttempts with a network error', async (t) => {
+test('reporter (direct): a vault that stays away fails the batch after maxAttempts, counting the reporter\'s attempts', async (t) => {
   const proxy = await startRecordingProxy(v.proc.url);
   t.teardown(() => proxy.close());
   proxy.fate = () => 'reset';
@@ -368,8 +370,71 @@ test('reporter (direct): a vault that stays away fails the batch after maxAttemp
   await reporter.close();
   t.is(proxy.requests.length, 3);
   t.is(failures.length, 1);
-  t.true(failures[0].error instanceof VaultNetworkError);
+  const error = failures[0].error as VaultNetworkError;
+  t.true(error instanceof VaultNetworkError);
+  t.is(error.attempts, 3);
+  t.is(error.message, `POST /auditlogs/bulk failed without an answer from the vault (${error.code}, 3 attempts)`);
   t.deepEqual(failures[0].events, [e]);
+});
+
+test('reporter (direct): the retry budget is a time; a batch is given up once retryForMs has passed', async (t) => {
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  proxy.fate = () => 'reset';
+  const c = v.client({ url: proxy.url });
+  const failures: Array<{ error: unknown; events: StampedEvent[] }> = [];
+  const reporter = c.reporter({ retryForMs: 1000, minDelayMs: 5, maxDelayMs: 10, defaults: { applicationId: 'shop' }, onError: (error, events) => failures.push({ error, events }) });
+  const e = reporter.report({ eventType: 'READ', dataPointId: 'gone' });
+  await reporter.close();
+  t.is(failures.length, 1);
+  t.deepEqual(failures[0].events, [e]);
+  const error = failures[0].error as VaultNetworkError;
+  t.is(error.attempts, proxy.requests.length);
+  const n = proxy.requests.length;
+  t.is(error.message, `POST /auditlogs/bulk failed without an answer from the vault (${error.code}, ${n} attempt${n === 1 ? '' : 's'})`);
+});
+
+test('reporter (direct): an outage longer than ten attempts loses nothing', async (t) => {
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  proxy.fate = (_req, n) => (n <= 15 ? 'reset' : 'forward');
+  const c = v.client({ url: proxy.url });
+  const subject = unique('subj');
+  const failures: unknown[] = [];
+  const reporter = c.reporter({ minDelayMs: 5, maxDelayMs: 10, defaults: { applicationId: 'shop' }, onError: (error) => failures.push(error) });
+  const e = reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL } });
+  await reporter.close();
+  t.deepEqual(failures, []);
+  t.is(proxy.requests.length, 16);
+  t.deepEqual((await records(subject)).map((r) => r.eventId), [e.eventId]);
+});
+
+test('reporter: waits as long as Retry-After asks before sending the batch again', async (t) => {
+  const arrivals: number[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.push(Date.now());
+      if (arrivals.length === 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+        res.end(JSON.stringify({ statusCode: 503, error: 'Service Unavailable', message: 'The database is not reachable' }));
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('[{"eventType":"READ"}]');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const c = v.client({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  const failures: unknown[] = [];
+  const reporter = c.reporter({ minDelayMs: 1, maxDelayMs: 1, defaults: { applicationId: 'shop' }, onError: (error) => failures.push(error) });
+  reporter.report({ eventType: 'READ', dataPointId: 'p' });
+  await reporter.close();
+  t.deepEqual(failures, []);
+  t.like(reporter.stats, { delivered: 1, failed: 0 });
+  t.is(arrivals.length, 2);
+  t.true(arrivals[1] - arrivals[0] >= 990, `resent after ${arrivals[1] - arrivals[0]} ms`);
 });
 
 test('reporter (sidecar): events go through a real sidecar into the vault, with the stamped ids', async (t) => {

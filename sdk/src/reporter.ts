@@ -33,17 +33,25 @@ export interface ReporterOptions {
   flushIntervalMs?: number;
   /** Events held before `report()` refuses more; default 100,000. */
   maxQueued?: number;
-  /** Attempts per batch on network errors, 5xx and 429 before giving up on it; default 10. */
+  /**
+   * How long a batch is retried on network errors, 5xx and 429 before it is given up (to
+   * `onError`); default 5 minutes, enough to outlast a vault restart or a rolling deploy.
+   */
+  retryForMs?: number;
+  /** A cap on attempts per batch as well, when set; by default only `retryForMs` limits them. */
   maxAttempts?: number;
-  /** Backoff between attempts; default 100 ms doubling up to 5 s, with jitter. */
+  /**
+   * Backoff between attempts; default 100 ms doubling up to 5 s, with jitter. An answer's
+   * `Retry-After` (429, 503) is waited for when it asks for longer.
+   */
   minDelayMs?: number;
   maxDelayMs?: number;
   /** Fields applied to every event that does not set them (typically `applicationId`). */
   defaults?: Partial<Pick<ExternalActivityEvent, Defaultable>>;
   /**
    * Events that could not be delivered: refused (a VaultApiError whose message is the
-   * vault's or the sidecar's reason) or undeliverable after `maxAttempts`. Default: a
-   * process warning.
+   * vault's or the sidecar's reason) or undeliverable within `retryForMs` (the error's
+   * `attempts` is how often the reporter sent the batch). Default: a process warning.
    */
   onError?: (error: VaultApiError | VaultNetworkError, events: StampedEvent[]) => void;
 }
@@ -63,6 +71,18 @@ function retryable(err: unknown): boolean {
   return err instanceof VaultNetworkError || (err instanceof VaultApiError && (RETRYABLE_STATUS.has(err.status) || err.status > 504));
 }
 
+/**
+ * The error as the reporter saw it, counting its own sends: each goes out once through the
+ * transport, whose "1 attempt" would hide a batch tried for minutes.
+ */
+function withAttempts(err: VaultApiError | VaultNetworkError, attempts: number): VaultApiError | VaultNetworkError {
+  if (err instanceof VaultNetworkError) {
+    return err.attempts === attempts ? err : new VaultNetworkError({ code: err.code, method: err.method, path: err.path, attempts, cause: err.cause });
+  }
+  if (err instanceof VaultApiError) (err as { attempts: number }).attempts = attempts;
+  return err;
+}
+
 export class Reporter {
   private queue: StampedEvent[] = [];
   private pump: Promise<void> | undefined;
@@ -75,6 +95,7 @@ export class Reporter {
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
   private readonly maxQueued: number;
+  private readonly retryForMs: number;
   private readonly maxAttempts: number;
   private readonly retry: { retries: number; minDelayMs: number; maxDelayMs: number };
   private readonly onError: NonNullable<ReporterOptions['onError']>;
@@ -88,7 +109,8 @@ export class Reporter {
     this.batchSize = options.batchSize ?? 500;
     this.flushIntervalMs = options.flushIntervalMs ?? 200;
     this.maxQueued = options.maxQueued ?? 100_000;
-    this.maxAttempts = options.maxAttempts ?? 10;
+    this.retryForMs = options.retryForMs ?? 300_000;
+    this.maxAttempts = options.maxAttempts ?? Number.POSITIVE_INFINITY;
     this.retry = { retries: 0, minDelayMs: options.minDelayMs ?? 100, maxDelayMs: options.maxDelayMs ?? 5_000 };
     if (!(this.batchSize >= 1)) throw new RangeError('batchSize must be at least 1');
     this.onError =
@@ -185,6 +207,7 @@ export class Reporter {
     const work: StampedEvent[][] = [batch];
     while (work.length > 0) {
       let pending = work.shift()!;
+      const started = Date.now();
       for (let attempt = 1; pending.length > 0; ) {
         try {
           const { rejected } = await this.send(pending);
@@ -192,8 +215,9 @@ export class Reporter {
           this.counts.delivered += pending.length - rejected.length;
           pending = [];
         } catch (err) {
-          if (retryable(err) && attempt < this.maxAttempts) {
-            await sleep(backoffDelay(attempt - 1, this.retry));
+          const wait = retryable(err) ? this.retryDelay(err as VaultApiError | VaultNetworkError, attempt, started) : undefined;
+          if (wait !== undefined) {
+            await sleep(wait);
             attempt++;
           } else if (err instanceof VaultApiError && err.index !== undefined && err.index >= 0 && err.index < pending.length) {
             // The bulk is atomic: nothing was recorded, so the others are simply sent again.
@@ -204,12 +228,20 @@ export class Reporter {
             work.unshift(pending.slice(0, half), pending.slice(half));
             pending = [];
           } else {
-            this.fail(err as VaultApiError | VaultNetworkError, pending);
+            this.fail(withAttempts(err as VaultApiError | VaultNetworkError, attempt), pending);
             pending = [];
           }
         }
       }
     }
+  }
+
+  /** The wait before the next attempt, or undefined when the batch's time (or attempts) is up. */
+  private retryDelay(err: VaultApiError | VaultNetworkError, attempt: number, started: number): number | undefined {
+    if (attempt >= this.maxAttempts) return undefined;
+    const asked = err instanceof VaultApiError && err.retryAfter !== undefined ? err.retryAfter * 1000 : 0;
+    const wait = Math.max(asked, backoffDelay(attempt - 1, this.retry));
+    return Date.now() + wait - started > this.retryForMs ? undefined : wait;
   }
 
   private fail(error: VaultApiError | VaultNetworkError, events: StampedEvent[]): void {
