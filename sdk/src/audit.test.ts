@@ -327,6 +327,21 @@ test('reporter: defaults fill only what an event leaves out; an unreadable times
   ]);
 });
 
+test('reporter: a STORE keeps the caller\'s data.dataPointId, the id the vault registers the point under', async (t) => {
+  const subject = unique('subj');
+  const pointId = `crm/${subject}/email`;
+  const reporter = v.admin.reporter({ defaults: { applicationId: 'crm' } });
+  const stored = reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL, dataPointId: pointId } });
+  t.is(stored.dataPointId, pointId);
+  const read = reporter.report({ eventType: 'READ', dataPointId: stored.dataPointId! });
+  await reporter.close();
+  t.like(reporter.stats, { delivered: 2, failed: 0 });
+  t.deepEqual((await records(subject)).map((r) => [r.eventId, r.dataPointId]), [
+    [stored.eventId, pointId],
+    [read.eventId, pointId],
+  ]);
+});
+
 test('reporter (direct): a refused event is set aside with the vault reason, the rest delivered', async (t) => {
   const subject = unique('subj');
   const refused: Array<{ error: VaultApiError | VaultNetworkError; events: StampedEvent[] }> = [];

@@ -83,6 +83,10 @@ function withAttempts(err: VaultApiError | VaultNetworkError, attempts: number):
   return err;
 }
 
+function nonEmpty(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
 export class Reporter {
   private queue: StampedEvent[] = [];
   private pump: Promise<void> | undefined;
@@ -129,7 +133,8 @@ export class Reporter {
 
   /**
    * Queues an event and answers it as it will be sent: with `eventId`, `timestamp`, and for a
-   * STORE without one a `dataPointId` (keep it to report later READs of that data).
+   * STORE a top-level `dataPointId`: the one given, else `data.dataPointId`, else a new one
+   * (keep it to report later READs of that data).
    */
   report(event: ReportableEvent): StampedEvent {
     if (this.closed) throw new Error('The reporter is closed');
@@ -140,7 +145,9 @@ export class Reporter {
     const when = stamped.timestamp === undefined ? new Date() : new Date(stamped.timestamp);
     // An unreadable timestamp is sent as given: the vault's refusal reaches onError with its reason.
     if (!Number.isNaN(when.getTime())) stamped.timestamp = when.toISOString();
-    if (stamped.eventType === 'STORE' && stamped.dataPointId === undefined) stamped.dataPointId = randomUUID();
+    // The vault takes a STORE's point id from data.dataPointId when the top level has none:
+    // the caller's id must win over a generated one, or the point is registered under an id they never see.
+    if (stamped.eventType === 'STORE' && nonEmpty(stamped.dataPointId) === undefined) stamped.dataPointId = nonEmpty(stamped.data?.dataPointId) ?? randomUUID();
     this.queue.push(stamped);
     this.counts.reported++;
     if (this.queue.length >= this.batchSize) void this.kick();
