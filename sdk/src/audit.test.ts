@@ -424,6 +424,28 @@ test('reporter (direct): an outage longer than ten attempts loses nothing', asyn
   t.deepEqual((await records(subject)).map((r) => r.eventId), [e.eventId]);
 });
 
+test('reporter: close() gives up after closeTimeoutMs and hands every undelivered event to onError', async (t) => {
+  const proxy = await startRecordingProxy(v.proc.url);
+  t.teardown(() => proxy.close());
+  proxy.fate = () => 'reset';
+  const c = v.client({ url: proxy.url });
+  const failures: Array<{ error: VaultApiError | VaultNetworkError; events: StampedEvent[] }> = [];
+  const reporter = c.reporter({ batchSize: 2, closeTimeoutMs: 300, minDelayMs: 5, maxDelayMs: 10, defaults: { applicationId: 'shop' }, onError: (error, events) => failures.push({ error, events }) });
+  const sent = Array.from({ length: 5 }, (_, i) => reporter.report({ eventType: 'READ', dataPointId: `p${i}` }));
+  await reporter.close();
+
+  t.is(failures.length, 1);
+  t.deepEqual(failures[0].events, sent);
+  const error = failures[0].error as VaultNetworkError;
+  t.true(error instanceof VaultNetworkError);
+  t.is(error.code, 'REPORTER_CLOSE_TIMEOUT');
+  t.regex(
+    error.message,
+    /^5 activity event\(s\) not delivered within close\(\)'s 300 ms(; last failure: POST \/auditlogs\/bulk failed without an answer from the vault \((ECONNRESET|UND_ERR_SOCKET), \d+ attempts?\))?$/,
+  );
+  t.like(reporter.stats, { reported: 5, delivered: 0, failed: 5, queued: 0 });
+});
+
 test('reporter: waits as long as Retry-After asks before sending the batch again', async (t) => {
   const arrivals: number[] = [];
   const server = createServer((req, res) => {

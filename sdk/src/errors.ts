@@ -37,15 +37,18 @@ export class VaultApiError extends Error {
 
 export class VaultNetworkError extends Error {
   override readonly name = 'VaultNetworkError';
-  /** The transport's error code: `ECONNREFUSED`, `ECONNRESET`, `UND_ERR_HEADERS_TIMEOUT`, ... */
+  /**
+   * The transport's error code: `ECONNREFUSED`, `ECONNRESET`, `UND_ERR_HEADERS_TIMEOUT`, ...;
+   * `REPORTER_CLOSE_TIMEOUT` for events a reporter's `close()` gave up on.
+   */
   readonly code: string;
   readonly method: string;
   readonly path: string;
   /** How many times the request was sent (more than one only for idempotent requests). */
   readonly attempts: number;
 
-  constructor(init: { code: string; method: string; path: string; attempts: number; cause: unknown }) {
-    super(`${init.method} ${init.path} failed without an answer from the vault (${init.code}, ${init.attempts} attempt${init.attempts === 1 ? '' : 's'})`, {
+  constructor(init: { code: string; method: string; path: string; attempts: number; cause: unknown; message?: string }) {
+    super(init.message ?? `${init.method} ${init.path} failed without an answer from the vault (${init.code}, ${init.attempts} attempt${init.attempts === 1 ? '' : 's'})`, {
       cause: init.cause,
     });
     this.code = init.code;

@@ -31,6 +31,11 @@ export interface ReporterOptions {
   batchSize?: number;
   /** Longest an event waits for its batch to fill; default 200 ms. */
   flushIntervalMs?: number;
+  /**
+   * Longest `close()` spends delivering what is queued; default 20 s, inside a container's
+   * usual 30 s stop. Events still undelivered then go to `onError`, all in one call.
+   */
+  closeTimeoutMs?: number;
   /** Events held before `report()` refuses more; default 100,000. */
   maxQueued?: number;
   /**
@@ -95,11 +100,17 @@ export class Reporter {
   private forced = false;
   private closed = false;
   private closeListeners: Array<() => void> = [];
+  /** Aborted when close()'s time is up: delivery stops and what is left goes to `abandoned`. */
+  private readonly giveUp = new AbortController();
+  private abandoned: StampedEvent[] = [];
+  private abandonedAttempts = 0;
+  private lastFailure: unknown;
   private readonly sidecar: Transport | undefined;
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
   private readonly maxQueued: number;
   private readonly retryForMs: number;
+  private readonly closeTimeoutMs: number;
   private readonly maxAttempts: number;
   private readonly retry: { retries: number; minDelayMs: number; maxDelayMs: number };
   private readonly onError: NonNullable<ReporterOptions['onError']>;
@@ -114,6 +125,7 @@ export class Reporter {
     this.flushIntervalMs = options.flushIntervalMs ?? 200;
     this.maxQueued = options.maxQueued ?? 100_000;
     this.retryForMs = options.retryForMs ?? 300_000;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? 20_000;
     this.maxAttempts = options.maxAttempts ?? Number.POSITIVE_INFINITY;
     this.retry = { retries: 0, minDelayMs: options.minDelayMs ?? 100, maxDelayMs: options.maxDelayMs ?? 5_000 };
     if (!(this.batchSize >= 1)) throw new RangeError('batchSize must be at least 1');
@@ -163,18 +175,39 @@ export class Reporter {
     }
   }
 
-  /** Flushes, then refuses further events. */
+  /**
+   * Flushes, then refuses further events. After `closeTimeoutMs` it stops trying and hands
+   * whatever is still undelivered to `onError`.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    const deadline = setTimeout(() => this.giveUp.abort(), this.closeTimeoutMs);
     try {
       await this.flush();
+      if (this.abandoned.length > 0) this.failAbandoned();
     } finally {
+      clearTimeout(deadline);
       await this.sidecar?.close();
       for (const listener of this.closeListeners) listener();
     }
+  }
+
+  private failAbandoned(): void {
+    const events = this.abandoned;
+    this.abandoned = [];
+    const last = this.lastFailure instanceof Error ? `; last failure: ${this.lastFailure.message}` : '';
+    const error = new VaultNetworkError({
+      code: 'REPORTER_CLOSE_TIMEOUT',
+      method: 'POST',
+      path: this.sidecar ? '/events' : '/auditlogs/bulk',
+      attempts: this.abandonedAttempts,
+      cause: this.lastFailure,
+      message: `${events.length} activity event(s) not delivered within close()'s ${this.closeTimeoutMs} ms${last}`,
+    });
+    this.fail(error, events);
   }
 
   /** @internal */
@@ -197,6 +230,10 @@ export class Reporter {
     this.pump ??= (async () => {
       try {
         while (this.queue.length > 0 && (this.forced || this.due || this.queue.length >= this.batchSize)) {
+          if (this.giveUp.signal.aborted) {
+            this.abandoned.push(...this.queue.splice(0));
+            break;
+          }
           this.due = false;
           await this.deliver(this.queue.splice(0, this.batchSize));
         }
@@ -216,15 +253,19 @@ export class Reporter {
       let pending = work.shift()!;
       const started = Date.now();
       for (let attempt = 1; pending.length > 0; ) {
+        if (this.giveUp.signal.aborted) return this.abandon([pending, ...work], attempt - 1);
         try {
           const { rejected } = await this.send(pending);
           for (const { event, error } of rejected) this.fail(error, [event]);
           this.counts.delivered += pending.length - rejected.length;
+          this.lastFailure = undefined;
           pending = [];
         } catch (err) {
+          if (this.giveUp.signal.aborted) return this.abandon([pending, ...work], attempt);
+          this.lastFailure = err instanceof VaultApiError || err instanceof VaultNetworkError ? withAttempts(err, attempt) : err;
           const wait = retryable(err) ? this.retryDelay(err as VaultApiError | VaultNetworkError, attempt, started) : undefined;
           if (wait !== undefined) {
-            await sleep(wait);
+            await sleep(wait, undefined, { signal: this.giveUp.signal }).catch(() => {});
             attempt++;
           } else if (err instanceof VaultApiError && err.index !== undefined && err.index >= 0 && err.index < pending.length) {
             // The bulk is atomic: nothing was recorded, so the others are simply sent again.
@@ -241,6 +282,12 @@ export class Reporter {
         }
       }
     }
+  }
+
+  /** Sets aside what close() had no time left to deliver. */
+  private abandon(batches: StampedEvent[][], attempts: number): void {
+    this.abandonedAttempts = Math.max(this.abandonedAttempts, attempts);
+    for (const events of batches) this.abandoned.push(...events);
   }
 
   /** The wait before the next attempt, or undefined when the batch's time (or attempts) is up. */
@@ -262,13 +309,13 @@ export class Reporter {
 
   private async send(events: StampedEvent[]): Promise<Outcome> {
     if (!this.sidecar) {
-      await this.vault.request({ method: 'POST', path: '/auditlogs/bulk', body: events, idempotent: false });
+      await this.vault.request({ method: 'POST', path: '/auditlogs/bulk', body: events, idempotent: false, signal: this.giveUp.signal });
       return { rejected: [] };
     }
     type Answer = { accepted?: Array<{ index: number }>; rejected?: Array<{ index: number; message: string }>; message?: string };
     let answer: Answer;
     try {
-      answer = (await this.sidecar.send<Answer>({ method: 'POST', path: '/events', body: events, idempotent: false })).body;
+      answer = (await this.sidecar.send<Answer>({ method: 'POST', path: '/events', body: events, idempotent: false, signal: this.giveUp.signal })).body;
     } catch (err) {
       // 400 with a rejected list: the sidecar took none of them, each for its own reason.
       if (!(err instanceof VaultApiError) || err.status !== 400) throw err;
