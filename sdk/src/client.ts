@@ -3,10 +3,10 @@
  * answer is unwrapped from `{data}`. The private key is attached to value reads and to
  * nothing else; the public key to stores and to nothing else.
  */
-import { isVaultApiError } from './errors.js';
+import { isVaultApiError, VaultApiError } from './errors.js';
 import { isPrivateKey } from './keys.js';
 import { Reporter, type ReporterOptions } from './reporter.js';
-import { Transport, type Request, type TransportOptions } from './transport.js';
+import { Transport, type Request, type Response, type TransportOptions } from './transport.js';
 import type {
   ActivityFilter,
   ActivityHead,
@@ -403,6 +403,33 @@ export class ApplicationApi {
   }
 }
 
+/**
+ * A 2xx answer whose body is not what every vault answer is (a proxy's text page, an empty
+ * or cut-off body) must not reach the caller as `undefined` typed as the resource. It is a
+ * VaultApiError, not a VaultNetworkError: an answer arrived, so the request was carried out.
+ */
+function unusable(request: Request, res: Response<unknown>, lacking: string): VaultApiError {
+  const type = res.headers['content-type'];
+  return new VaultApiError({
+    status: res.status,
+    message: `The ${res.status} answer (${type === undefined ? 'no content type' : String(type)}) ${lacking}`,
+    method: request.method,
+    path: request.path.split('?')[0],
+    body: res.body,
+  });
+}
+
+function jsonOf<T>(request: Request, res: Response<unknown>): T {
+  if (typeof res.body !== 'object' || res.body === null) throw unusable(request, res, 'is not JSON');
+  return res.body as T;
+}
+
+function dataOf<T>(request: Request, res: Response<unknown>): T {
+  const body = jsonOf<{ data?: T }>(request, res);
+  if (!('data' in body)) throw unusable(request, res, 'has no data member');
+  return body.data as T;
+}
+
 function isEmptySearch(err: unknown): boolean {
   return isVaultApiError(err, 404, 'Data Not Found');
 }
@@ -431,8 +458,8 @@ export class VaultClient {
     this.transport = new Transport(options);
     this.authorization = `Bearer ${options.apiKey}`;
     const keys = { encryptionKey: options.encryptionKey, decryptionKey: options.decryptionKey };
-    const send: Send = (request) => this.request(request).then((body) => (body as { data: never }).data);
-    const raw: Send = (request) => this.request(request);
+    const send: Send = async (request) => dataOf(request, await this.exchange(request));
+    const raw: Send = async (request) => jsonOf(request, await this.exchange(request));
     this.entities = new EntityApi(send, '/entities', keys);
     this.dataSubjects = new EntityApi(send, '/datasubjects', keys);
     this.definitions = new DefinitionApi(send);
@@ -449,8 +476,11 @@ export class VaultClient {
 
   /** Sends a request with the client's credentials and answers the parsed body. */
   async request<T = unknown>(request: Request): Promise<T> {
-    const res = await this.transport.send<T>({ ...request, headers: { ...request.headers, authorization: this.authorization } });
-    return res.body;
+    return (await this.exchange<T>(request)).body;
+  }
+
+  private exchange<T>(request: Request): Promise<Response<T>> {
+    return this.transport.send<T>({ ...request, headers: { ...request.headers, authorization: this.authorization } });
   }
 
   /**
@@ -458,9 +488,9 @@ export class VaultClient {
    * (the vault's 404 `Data Not Found`).
    */
   async search(request: SearchRequest, options: CallOptions = {}): Promise<SearchResult[]> {
+    const call: Request = { method: 'POST', path: '/search', body: request, idempotent: true, signal: options.signal };
     try {
-      const body = await this.request<{ data: SearchResult[] }>({ method: 'POST', path: '/search', body: request, idempotent: true, signal: options.signal });
-      return body.data;
+      return dataOf(call, await this.exchange(call));
     } catch (err) {
       if (isEmptySearch(err)) return [];
       throw err;
@@ -479,26 +509,22 @@ export class VaultClient {
   }
 
   /** Liveness: `{status: 'ok'}`. */
-  health(options: CallOptions = {}): Promise<{ status: string }> {
-    return this.request({ method: 'GET', path: '/healthz', idempotent: true, signal: options.signal });
+  async health(options: CallOptions = {}): Promise<{ status: string }> {
+    const call: Request = { method: 'GET', path: '/healthz', idempotent: true, signal: options.signal };
+    return jsonOf(call, await this.exchange(call));
   }
 
   /** Readiness: whether the vault takes traffic (its database answers, migrations applied). */
   async ready(options: CallOptions = {}): Promise<Readiness> {
-    const res = await this.transport.send<{ status: string; reason?: string }>({
-      method: 'GET',
-      path: '/readyz',
-      idempotent: true,
-      acceptStatus: [503],
-      signal: options.signal,
-    });
-    return { ready: res.status === 200, ...res.body };
+    const call: Request = { method: 'GET', path: '/readyz', idempotent: true, acceptStatus: [503], signal: options.signal };
+    const res = await this.transport.send(call);
+    return { ready: res.status === 200, ...jsonOf<{ status: string; reason?: string }>(call, res) };
   }
 
   /** Counts of subjects, data points, definitions, rules (and, for admins, applications and recent alerts). */
   async stats(options: CallOptions = {}): Promise<VaultStats> {
-    const body = await this.request<{ data: VaultStats }>({ method: 'GET', path: '/stats', idempotent: true, signal: options.signal });
-    return body.data;
+    const call: Request = { method: 'GET', path: '/stats', idempotent: true, signal: options.signal };
+    return dataOf(call, await this.exchange(call));
   }
 
   /** Prometheus metrics text. */

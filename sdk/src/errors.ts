@@ -1,7 +1,8 @@
 /**
  * The two ways a call fails. The vault answered with an error (`VaultApiError`, carrying
- * the vault's exact message), or no answer arrived at all (`VaultNetworkError`). Callers
- * branch on the class: only the second one can mean "the request may not have happened".
+ * the vault's exact message) or with a 2xx body the client cannot use (`VaultApiError` with
+ * that status), or no answer arrived at all (`VaultNetworkError`). Callers branch on the
+ * class: only the second one can mean "the request may not have happened".
  */
 
 export class VaultApiError extends Error {

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { VaultClient } from './client.js';
-import { VaultNetworkError } from './errors.js';
+import { VaultApiError, VaultNetworkError } from './errors.js';
 import { freePort } from '../../core/src/testing/process.js';
 import { startRecordingProxy, type RecordingProxy } from './testing/proxy.js';
 import { apiError, startSdkVault, unique, type SdkTestVault } from './testing/vault.js';
@@ -133,6 +133,42 @@ test('an error answer that is not JSON still becomes a VaultApiError', async (t)
   t.teardown(() => c.close());
   const err = await apiError(t, c.tags.list(), 502, 'Bad Gateway');
   t.is(err.body, '<html>bad gateway</html>');
+});
+
+test('a 2xx answer that is not the vault\'s JSON is a VaultApiError naming the status and content type, never undefined', async (t) => {
+  const answers: Array<[string | undefined, string]> = [
+    ['text/plain', 'ok'],
+    ['application/json', ''],
+    ['application/json', '{"data":[{"name":"a"}'],
+    ['application/json', '{"items":[]}'],
+    [undefined, ''],
+  ];
+  let next = 0;
+  const { url } = await rawServer(t, (_req, res) => {
+    const [type, body] = answers[next++ % answers.length];
+    res.writeHead(200, type === undefined ? {} : { 'content-type': type });
+    res.end(body);
+  });
+  const c = new VaultClient({ url, apiKey: 'k'.repeat(20), retry: false });
+  t.teardown(() => c.close());
+  const messages: string[] = [];
+  for (let i = 0; i < answers.length; i++) {
+    const err = await t.throwsAsync(c.tags.list(), { instanceOf: VaultApiError });
+    t.like(err, { status: 200, method: 'GET', path: '/tags' });
+    messages.push(err!.message);
+  }
+  t.deepEqual(messages, [
+    'The 200 answer (text/plain) is not JSON',
+    'The 200 answer (application/json) is not JSON',
+    'The 200 answer (application/json) is not JSON',
+    'The 200 answer (application/json) has no data member',
+    'The 200 answer (no content type) is not JSON',
+  ]);
+  next = 0;
+  await apiError(t, c.audit.log({ eventType: 'READ', dataPointId: 'p', applicationId: 'a' }), 200, 'The 200 answer (text/plain) is not JSON');
+  await apiError(t, c.search({ query: { attributes: ['X'] } }), 200, 'The 200 answer (application/json) is not JSON');
+  next = 3;
+  await apiError(t, c.stats(), 200, 'The 200 answer (application/json) has no data member');
 });
 
 test('headersTimeout and bodyTimeout end a stalled request with a network error', async (t) => {
