@@ -112,8 +112,8 @@ export class EntityApi {
   }
 
   /**
-   * Stores attribute values, encrypted under the public key. Never retried: a repeatable
-   * attribute stored twice holds two values.
+   * Stores attribute values, encrypted under the public key. Retried only when the
+   * connection was refused (nothing was sent): a repeatable attribute stored twice holds two values.
    */
   async storeAttributes(entityId: string, request: StorageRequest | AttributeInput[], options: StoreOptions = {}): Promise<DataPoint[]> {
     const body: StorageRequest = Array.isArray(request) ? { data: request } : request;
@@ -303,8 +303,9 @@ export class AuditApi {
   constructor(private readonly rawSend: <T>(request: Request) => Promise<T>) {}
 
   /**
-   * Records one event and answers its summary. Retried on connection errors only when the
-   * event carries an `eventId` (the vault records an id once).
+   * Records one event and answers its summary. Retried on connection errors when the event
+   * carries an `eventId` (the vault records an id once), otherwise only when the connection
+   * was refused (nothing was sent).
    */
   log(event: ExternalActivityEvent, options: CallOptions = {}): Promise<ActivitySummary> {
     return this.rawSend({ method: 'POST', path: '/auditlogs', body: event, idempotent: hasEventId(event), signal: options.signal });
@@ -312,7 +313,8 @@ export class AuditApi {
 
   /**
    * Records events atomically: on the first failing event nothing is recorded and the
-   * VaultApiError's `index` names it. Retried only when every event carries an `eventId`.
+   * VaultApiError's `index` names it. Retried on connection errors when every event carries an
+   * `eventId`, otherwise only when the connection was refused.
    */
   logBulk(events: ExternalActivityEvent[], options: CallOptions = {}): Promise<ActivitySummary[]> {
     return this.rawSend({ method: 'POST', path: '/auditlogs/bulk', body: events, idempotent: events.every(hasEventId), signal: options.signal });
@@ -385,7 +387,7 @@ export class AlertApi {
 export class ApplicationApi {
   constructor(private readonly send: Send) {}
 
-  /** Creates an application; the answer carries its API key, shown this once. Never retried. */
+  /** Creates an application; the answer carries its API key, shown this once. Retried only when the connection was refused. */
   create(application: ApplicationInput, options: CallOptions = {}): Promise<CreatedApplication> {
     return this.send({ method: 'POST', path: '/applications', body: application, idempotent: false, signal: options.signal });
   }

@@ -45,7 +45,11 @@ export class VaultNetworkError extends Error {
   readonly code: string;
   readonly method: string;
   readonly path: string;
-  /** How many times the request was sent (more than one only for idempotent requests). */
+  /**
+   * How many times the request was tried: more than one for idempotent requests, and for any
+   * request refused before it could be sent. With `code` `ECONNREFUSED` (or `ENOTFOUND`,
+   * `EAI_AGAIN`, `UND_ERR_CONNECT_TIMEOUT`) the request was certainly not carried out.
+   */
   readonly attempts: number;
 
   constructor(init: { code: string; method: string; path: string; attempts: number; cause: unknown; message?: string }) {

@@ -41,7 +41,7 @@ test.serial('connect', async (t) => {
     headersTimeout: 10_000,
     bodyTimeout: 30_000,
     keepAlive: { timeout: 10_000 },
-    retry: { retries: 3 }, // idempotent requests only, and only when no answer arrived
+    retry: { retries: 3 }, // when no answer arrived: idempotent requests, and any request never sent
   });
 
   const health = await vault.health(); // { status: 'ok' }

@@ -309,7 +309,8 @@ export class Reporter {
 
   private async send(events: StampedEvent[]): Promise<Outcome> {
     if (!this.sidecar) {
-      await this.vault.request({ method: 'POST', path: '/auditlogs/bulk', body: events, idempotent: false, signal: this.giveUp.signal });
+      // The reporter's own retries count the attempts and keep to retryForMs: none underneath.
+      await this.vault.request({ method: 'POST', path: '/auditlogs/bulk', body: events, idempotent: false, retry: false, signal: this.giveUp.signal });
       return { rejected: [] };
     }
     type Answer = { accepted?: Array<{ index: number }>; rejected?: Array<{ index: number; message: string }>; message?: string };

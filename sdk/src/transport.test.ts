@@ -48,7 +48,7 @@ async function rawServer(t: { teardown(fn: () => unknown): void }, handler: Para
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, hits: () => hits };
 }
 
-test('connection refused: a VaultNetworkError, after retries for an idempotent request and at once otherwise', async (t) => {
+test('connection refused: a VaultNetworkError after the retries, for stores too (nothing was sent)', async (t) => {
   const port = await freePort();
   const c = new VaultClient({ url: `http://127.0.0.1:${port}`, apiKey: 'k'.repeat(20), encryptionKey: v.keys.publicKey, retry: fast });
   t.teardown(() => c.close());
@@ -59,7 +59,10 @@ test('connection refused: a VaultNetworkError, after retries for an idempotent r
   t.is(read?.path, '/tags');
   t.false(read!.message.includes('k'.repeat(20)), 'no credentials in the message');
   const store = await t.throwsAsync(c.dataSubjects.storeAttributes('s', [{ attribute: 'NOTE', value: 'x' }]), { instanceOf: VaultNetworkError });
-  t.is(store?.attempts, 1);
+  t.is(store?.code, 'ECONNREFUSED');
+  t.is(store?.attempts, 4);
+  const created = await t.throwsAsync(c.applications.create({ name: 'x' }), { instanceOf: VaultNetworkError });
+  t.is(created?.attempts, 4);
 });
 
 test('reset connections: idempotent reads, deletes and upserts are retried until they get through', async (t) => {
@@ -257,6 +260,16 @@ test.serial('a vault restart: requests fail as network errors while it is down a
   v.proc = await v.proc.restart();
   t.deepEqual(await c.health(), { status: 'ok' });
   t.true(Array.isArray(await c.tags.list()));
+});
+
+test.serial('a vault restart: a store sent while the vault is down is retried until it is back, and stored once', async (t) => {
+  const c = v.client({ retry: { retries: 100, minDelayMs: 100, maxDelayMs: 200 } });
+  const subject = unique('subj');
+  await v.proc.stop('SIGKILL');
+  const store = c.dataSubjects.storeAttributes(subject, [{ attribute: 'NOTE', value: 'during the restart' }]);
+  v.proc = await v.proc.restart();
+  t.is((await store).length, 1);
+  t.deepEqual((await c.dataSubjects.getAttribute(subject, 'NOTE')).map((p) => p.value), ['during the restart']);
 });
 
 test('closing: a closed client refuses further requests', async (t) => {

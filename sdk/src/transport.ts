@@ -33,7 +33,10 @@ export interface TransportOptions {
    * (default 4 s), `maxTimeout` caps what the server's keep-alive hint may ask for.
    */
   keepAlive?: boolean | { timeout?: number; maxTimeout?: number };
-  /** Retries of idempotent requests that got no answer; `false` turns them off. */
+  /**
+   * Retries of requests that got no answer: idempotent ones on any connection error, the
+   * others only when the connection was never made (nothing was sent); `false` turns them off.
+   */
   retry?: RetryOptions | false;
   /** TLS options for `https` URLs (`ca`, `cert`, `key`, `rejectUnauthorized`, ...). */
   tls?: Record<string, unknown>;
@@ -49,6 +52,8 @@ export interface Request {
   headers?: Record<string, string | undefined>;
   /** Safe to send again when no answer arrived. */
   idempotent: boolean;
+  /** `false`: sent once whatever happens, for callers that retry by themselves. */
+  retry?: false;
   signal?: AbortSignal;
   /** Answers (other than 2xx) that are results rather than errors, e.g. 503 from /readyz. */
   acceptStatus?: number[];
@@ -77,6 +82,12 @@ const CONNECTION_ERRORS = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
 ]);
+
+/**
+ * Errors raised before a connection existed: the request never left, so any request, a store
+ * included, may be sent again. A reset or a timeout after connecting proves nothing.
+ */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
 function connectionErrorCode(err: unknown): string | undefined {
   for (let e = err as { code?: unknown; cause?: unknown; errors?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
@@ -157,7 +168,7 @@ export class Transport {
       payload = JSON.stringify(request.body);
       headers['content-type'] = 'application/json';
     }
-    const maxAttempts = request.idempotent ? this.retry.retries + 1 : 1;
+    const maxAttempts = request.retry === false ? 1 : this.retry.retries + 1;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.once<T>(request, path, headers, payload);
@@ -168,7 +179,7 @@ export class Transport {
         }
         const code = connectionErrorCode(err);
         if (code === undefined || request.signal?.aborted) throw err;
-        if (attempt >= maxAttempts) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
+        if (attempt >= maxAttempts || !(request.idempotent || NOT_SENT.has(code))) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
         await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal: request.signal });
       }
     }
