@@ -110,6 +110,20 @@ test('tags: names with path characters round-trip', async (t) => {
   t.is(await v.admin.tags.delete(name), 'Successfully Deleted Tag');
 });
 
+test('regulations and entity types: null clears a name, an address or a description', async (t) => {
+  const regulation = unique('REG');
+  await v.admin.regulations.save({ key: regulation, name: 'Internal policy', url: 'https://example.org/policy' });
+  t.is(await v.admin.regulations.save({ key: regulation, url: null }), 'Regulation updated');
+  t.like(await v.admin.regulations.get(regulation), { name: 'Internal policy', url: null });
+  await v.admin.regulations.save({ key: regulation, name: null });
+  t.like(await v.admin.regulations.get(regulation), { name: null, url: null });
+
+  const type = unique('type');
+  await v.admin.entityTypes.save({ key: type, name: 'Customer', description: 'A paying customer' });
+  t.like(await v.admin.entityTypes.save({ key: type, description: null }), { name: 'Customer', description: null });
+  t.like(await v.admin.entityTypes.save({ key: type, name: null }), { name: null, description: null });
+});
+
 test('regulations: save (created, then updated), list with built-ins, get, delete and 404s', async (t) => {
   const key = unique('REG');
   t.is(await v.admin.regulations.save({ key, name: 'Internal policy', url: 'https://example.org/policy' }), 'Regulation created');

@@ -184,6 +184,21 @@ test('a blocking data rule refuses the store with its message, and stores nothin
   t.is((await v.admin.dataSubjects.storeAttributes(subject, [{ attribute: attr, value: 'fine' }])).length, 1);
 });
 
+test('an entity value constraint without a predicate compares for equality', async (t) => {
+  const attr = unique('STATUS');
+  await v.admin.definitions.save({ key: attr });
+  const key = unique('closed');
+  await v.admin.rules.save({
+    key,
+    constraint: { type: 'user', attribute: attr, value: 'closed' },
+    action: { type: 'block', message: 'Closed accounts take no data' },
+  });
+  t.teardown(() => v.admin.rules.delete(key));
+  const subject = unique('subj');
+  await apiError(t, v.admin.dataSubjects.storeAttributes(subject, [{ attribute: attr, value: 'closed' }]), 403, 'Closed accounts take no data');
+  t.is((await v.admin.dataSubjects.storeAttributes(subject, [{ attribute: attr, value: 'closed soon' }])).length, 1);
+});
+
 test('an activity rule that blocks refuses the audit event with the interface message', async (t) => {
   const app = unique('app');
   await v.admin.rules.save({

@@ -165,8 +165,10 @@ export interface AttributeDefinition {
 
 export interface RegulationInput {
   key: string;
-  name?: string;
-  url?: string;
+  /** `null` clears it; left out, it is kept. */
+  name?: string | null;
+  /** `null` clears it; left out, it is kept. */
+  url?: string | null;
 }
 
 export interface Regulation {
@@ -185,8 +187,10 @@ export interface Tag {
 
 export interface EntityTypeInput {
   key: string;
-  name?: string;
-  description?: string;
+  /** `null` clears it; left out, it is kept. */
+  name?: string | null;
+  /** `null` clears it; left out, it is kept. */
+  description?: string | null;
 }
 
 export interface EntityType {
@@ -249,7 +253,8 @@ export interface EntityValueConstraint {
   attribute: string;
   /** Numbers for the numeric predicates, times for `before`/`after`, a comma-separated list for `in`/`nin`. */
   value: string | number | boolean;
-  predicate: Predicate;
+  /** Default `eq`. */
+  predicate?: Predicate;
 }
 
 /** Text values scored (offline) at or below `threshold`, from -1 (negative) to 1 (positive). */
