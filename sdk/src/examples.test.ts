@@ -4,18 +4,17 @@
  * They run in order (serially), as a reader would run them.
  */
 // example:start imports
-import { VaultApiError, VaultClient, VaultNetworkError, generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair } from '@sensitive-data-vault/sdk';
-// example:end
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { VaultApiError, VaultClient, VaultNetworkError, generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair, type SearchResult } from '@sensitive-data-vault/sdk';
+// example:end
+import { rmSync } from 'node:fs';
 import test from 'ava';
-import type { SearchResult } from './types.js';
 import { startSdkVault, type SdkTestVault } from './testing/vault.js';
 
 let v: SdkTestVault;
 let vault: VaultClient;
-let erinsEmail: string;
 test.before(async () => {
   v = await startSdkVault();
   // What a deployment puts in the application's environment.
@@ -53,19 +52,18 @@ test.serial('connect', async (t) => {
 });
 
 test.serial('keys', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sdk-example-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const { url, adminKey: apiKey } = v.proc;
   // example:start keys
   // A new pair, already in the header format (base64 of PEM). The vault is started with
   // VAULT_ENCRYPTION_PUBLIC_KEY=<pair.publicKey>; the private key stays with the readers.
   const pair = await generateKeyPair();
+  const dir = mkdtempSync(join(tmpdir(), 'vault-keys-'));
   await saveKeyPair(pair, { publicKeyFile: join(dir, 'vault.pub.pem'), privateKeyFile: join(dir, 'vault.key.pem') });
 
   // A service that only stores data gets the public key and nothing else.
   const writerKeys = await loadKeyFiles({ publicKeyFile: join(dir, 'vault.pub.pem') });
-  const writer = new VaultClient({ url, apiKey, ...writerKeys });
+  const writer = new VaultClient({ url: process.env.VAULT_URL!, apiKey: process.env.VAULT_API_KEY!, ...writerKeys });
   // example:end
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   t.deepEqual(writerKeys, { encryptionKey: pair.publicKey });
   t.deepEqual(await writer.health(), { status: 'ok' });
   await writer.close();
@@ -82,11 +80,11 @@ test.serial('definitions', async (t) => {
   });
   await vault.definitions.save({ name: 'NICKNAME' }); // key = name, schema `string`
 
-  const email = await vault.definitions.get('EMAIL'); // { key: 'EMAIL', indexed: true, schema: 'string', ... }
+  const emailDefinition = await vault.definitions.get('EMAIL'); // { key: 'EMAIL', indexed: true, schema: 'string', ... }
   const definitions = await vault.definitions.list();
   const deleted = await vault.definitions.delete('NICKNAME'); // 'Successfully Deleted Attribute'
   // example:end
-  t.like(email, { key: 'EMAIL', indexed: true, schema: 'string', repeatable: false });
+  t.like(emailDefinition, { key: 'EMAIL', indexed: true, schema: 'string', repeatable: false });
   t.deepEqual(definitions.map((d) => d.key).sort(), ['ADDRESS', 'EMAIL', 'NICKNAME']);
   t.is(deleted, 'Successfully Deleted Attribute');
 });
@@ -98,7 +96,8 @@ test.serial('entities', async (t) => {
   const subjects = await vault.dataSubjects.list();
 
   await vault.entities.save({ id: 'bob', tags: ['vip'] }); // `type` defaults to datasubject
-  await vault.entities.save({ id: 'bob', legalHold: true }); // admins only
+  const held = await vault.entities.save({ id: 'bob', legalHold: true }); // admins only
+  await vault.entities.save({ id: 'bob', legalHold: false }); // lifted again
 
   const ids: string[] = [];
   for await (const entity of vault.entities.all({ pageSize: 500 })) ids.push(entity.id);
@@ -106,8 +105,8 @@ test.serial('entities', async (t) => {
   t.like(alice, { id: 'alice', type: 'datasubject', legalHold: false, tags: ['newsletter'] });
   t.deepEqual(subjects.map((s) => s.id), ['alice']);
   t.deepEqual(ids, ['alice', 'bob']);
-  t.true((await vault.entities.get('bob')).legalHold);
-  await vault.entities.save({ id: 'bob', legalHold: false });
+  t.true(held.legalHold);
+  t.false((await vault.entities.get('bob')).legalHold);
 });
 
 test.serial('store-and-read', async (t) => {
@@ -220,7 +219,7 @@ test.serial('rules-and-alerts', async (t) => {
 test.serial('audit-logs', async (t) => {
   // example:start audit-logs
   // Data kept in another system: report what happens to it. Values go to the rules, not to storage.
-  const stored = await vault.audit.log({
+  const reported = await vault.audit.log({
     eventType: 'STORE',
     subjectId: 'erin',
     data: { attribute: 'EMAIL', value: 'erin@example.org' },
@@ -232,22 +231,21 @@ test.serial('audit-logs', async (t) => {
 
   // All or nothing. With an eventId on every event, a resend is harmless (and the SDK retries it).
   const summaries = await vault.audit.logBulk([
-    { eventId: 'crm-read-1', eventType: 'READ', dataPointId: stored.dataPointId, applicationId: 'crm' },
-    { eventId: 'crm-update-1', eventType: 'UPDATE', dataPointId: stored.dataPointId, data: { value: 'erin@example.com' }, applicationId: 'crm' },
+    { eventId: 'crm-read-1', eventType: 'READ', dataPointId: reported.dataPointId, applicationId: 'crm' },
+    { eventId: 'crm-update-1', eventType: 'UPDATE', dataPointId: reported.dataPointId, data: { value: 'erin@example.com' }, applicationId: 'crm' },
   ]);
   // example:end
-  t.like(stored, { eventType: 'STORE', subjectId: 'erin', attribute: 'EMAIL' });
-  erinsEmail = stored.dataPointId;
+  t.like(reported, { eventType: 'STORE', subjectId: 'erin', attribute: 'EMAIL' });
   t.deepEqual(summaries.map((s) => s.eventType), ['READ', 'UPDATE']);
 });
 
 test.serial('errors', async (t) => {
-  const stored = { dataPointId: erinsEmail };
   // example:start errors
+  const address = await vault.audit.log({ eventType: 'STORE', subjectId: 'erin', data: { attribute: 'ADDRESS' }, applicationId: 'crm' });
   let outcome = '';
   try {
     // The activity rule of the rules example: only the crm application may delete.
-    await vault.audit.log({ eventType: 'DELETE', dataPointId: stored.dataPointId, applicationId: 'billing' });
+    await vault.audit.log({ eventType: 'DELETE', dataPointId: address.dataPointId, applicationId: 'billing' });
   } catch (err) {
     if (err instanceof VaultApiError) {
       outcome = `${err.status} ${err.message}`; // the vault's exact message; `err.index` for a bulk
@@ -274,7 +272,7 @@ test.serial('activity', async (t) => {
   const still = await vault.activity.verify(head); // { valid, …, headMatches: true }
   // example:end
   t.deepEqual(reads.map((r) => r.eventId), ['crm-read-1']);
-  t.deepEqual(byCrm, ['STORE erin', 'READ erin', 'UPDATE erin']);
+  t.deepEqual(byCrm, ['STORE erin', 'READ erin', 'UPDATE erin', 'STORE erin']);
   t.true(check.valid);
   t.true(still.headMatches);
 });

@@ -1,10 +1,12 @@
 /**
  * The README's code is the tested code: every TypeScript block of sdk/README.md sits under an
- * `<!-- example: name -->` marker and equals the region `name` of examples.test.ts, and
- * every region is shown in the README.
+ * `<!-- example: name -->` marker and equals the region `name` of examples.test.ts, every
+ * region is shown in the README, and the blocks pasted in order into one file compile.
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import ts from 'typescript';
 
 const examples = readFileSync(new URL('./examples.test.ts', import.meta.url), 'utf8');
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -53,6 +55,35 @@ test('every TypeScript block of the README is a tested example, verbatim', (t) =
 test('every example region is shown in the README', (t) => {
   const shown = new Set(blocks(readme).map((b) => b.name));
   for (const name of regions(examples).keys()) t.true(shown.has(name), `region ${name} is not in the README`);
+});
+
+/** TypeScript's complaints about `code` as a module of sdk/src, `line: message` each. */
+function compile(code: string): string[] {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const { config } = ts.readConfigFile(`${root}tsconfig.json`, ts.sys.readFile);
+  const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, root);
+  const file = fileURLToPath(new URL('./readme-examples.ts', import.meta.url));
+  const host = ts.createCompilerHost(options);
+  const { getSourceFile, fileExists, readFile } = host;
+  host.getSourceFile = (name, language, ...rest) => (name === file ? ts.createSourceFile(name, code, language) : getSourceFile.call(host, name, language, ...rest));
+  host.fileExists = (name) => name === file || fileExists.call(host, name);
+  host.readFile = (name) => (name === file ? code : readFile.call(host, name));
+  const program = ts.createProgram([file], options, host);
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const where = d.file && d.start !== undefined ? `${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : '';
+    return `${where}${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`;
+  });
+}
+
+test('the README\'s examples, pasted in order into one file, compile', (t) => {
+  const code = blocks(readme)
+    .map((b) => b.code)
+    .join('\n\n');
+  t.deepEqual(compile(code), []);
+});
+
+test('the compile check reports what does not compile', (t) => {
+  t.deepEqual(compile('const a: string = 1;\nexport {};'), ["1: Type 'number' is not assignable to type 'string'."]);
 });
 
 test('the region parser finds indented regions and refuses duplicates', (t) => {
