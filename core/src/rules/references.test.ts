@@ -36,44 +36,34 @@ async function deleteDuringRuleSave(path: string, rule: Record<string, unknown>)
   return answer!;
 }
 
-test.serial('an attribute deleted while a rule naming it is saved stays, and the delete is refused', async (t) => {
-  const key = uid('RACED');
-  t.true(created((await v.request('POST', '/attributes', { body: { key, schema: 'string' } })).status));
-  const res = await deleteDuringRuleSave(`/attributes/${key}`, {
-    key: uid('rule'),
-    type: 'data',
-    constraint: { type: 'attribute', operator: 'any', attributes: [key] },
-    action: { type: 'alert', alertLevel: 'NORMAL', message: 'raced' },
-  });
-  t.is(res.status, 409);
-  t.is(res.body.message, 'Cannot delete attribute, because it is referenced by rule');
-  t.is((await v.request('GET', `/attributes/${key}`)).status, 200);
-});
+const cases = [
+  {
+    kind: 'attribute',
+    create: (key: string) => v.request('POST', '/attributes', { body: { key, schema: 'string' } }),
+    path: (key: string) => `/attributes/${key}`,
+    constraint: (key: string) => ({ type: 'attribute', operator: 'any', attributes: [key] }),
+  },
+  {
+    kind: 'tag',
+    create: (key: string) => v.request('POST', '/tags', { body: { name: key } }),
+    path: (key: string) => `/tags/${key}`,
+    constraint: (key: string) => ({ type: 'tag', operator: 'any', tags: [key] }),
+  },
+  {
+    kind: 'regulation',
+    create: (key: string) => v.request('POST', '/regulations', { body: { key, name: 'Raced' } }),
+    path: (key: string) => `/regulations/${key}`,
+    constraint: (key: string) => ({ type: 'regulation', operator: 'any', regulations: [key] }),
+  },
+];
 
-test.serial('a tag deleted while a rule naming it is saved stays, and the delete is refused', async (t) => {
-  const name = uid('raced').toLowerCase();
-  t.true(created((await v.request('POST', '/tags', { body: { name } })).status));
-  const res = await deleteDuringRuleSave(`/tags/${name}`, {
-    key: uid('rule'),
-    type: 'data',
-    constraint: { type: 'tag', operator: 'any', tags: [name] },
-    action: { type: 'alert', alertLevel: 'NORMAL', message: 'raced' },
+for (const { kind, create, path, constraint } of cases) {
+  test.serial(`${kind === 'attribute' ? 'an' : 'a'} ${kind} deleted while a rule naming it is saved stays, and the delete is refused`, async (t) => {
+    const key = kind === 'tag' ? uid('raced').toLowerCase() : uid('RACED');
+    t.true(created((await create(key)).status));
+    const res = await deleteDuringRuleSave(path(key), { key: uid('rule'), type: 'data', constraint: constraint(key), action: { type: 'alert', alertLevel: 'NORMAL', message: 'raced' } });
+    t.is(res.status, 409);
+    t.is(res.body.message, `Cannot delete ${kind}, because it is referenced by rule`);
+    t.is((await v.request('GET', path(key))).status, 200);
   });
-  t.is(res.status, 409);
-  t.is(res.body.message, 'Cannot delete tag, because it is referenced by rule');
-  t.is((await v.request('GET', `/tags/${name}`)).status, 200);
-});
-
-test.serial('a regulation deleted while a rule naming it is saved stays, and the delete is refused', async (t) => {
-  const key = uid('RACED');
-  t.true(created((await v.request('POST', '/regulations', { body: { key, name: 'Raced' } })).status));
-  const res = await deleteDuringRuleSave(`/regulations/${key}`, {
-    key: uid('rule'),
-    type: 'data',
-    constraint: { type: 'regulation', operator: 'any', regulations: [key] },
-    action: { type: 'alert', alertLevel: 'NORMAL', message: 'raced' },
-  });
-  t.is(res.status, 409);
-  t.is(res.body.message, 'Cannot delete regulation, because it is referenced by rule');
-  t.is((await v.request('GET', `/regulations/${key}`)).status, 200);
-});
+}
