@@ -69,13 +69,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (status >= 400 && status < 500) {
       const message =
-        err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? 'Request body is too large'
-          : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-            ? 'Content type must be application/json'
-            : err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY'
-              ? INVALID_JSON_MESSAGE
-              : err.message;
+        err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? 'Content type must be application/json'
+          : err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY'
+            ? INVALID_JSON_MESSAGE
+            : err.message;
       return reply.status(status).send(errorBody(status, message));
     }
     // Not the whole error: a database error's `detail` can quote the row's values (`Key (id)=(...)`).
