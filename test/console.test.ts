@@ -366,6 +366,15 @@ test.serial('9. the chain verifies, and after an edit in the database the consol
   }
   await page.getByRole('button', { name: 'Verify chain' }).click();
   await page.getByText('✓ Chain intact').waitFor();
+  // On a phone-wide window the overview's chain head, one 64-character hash, must wrap.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await go('overview', 'Overview');
+  await page.locator('.chain p').first().waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  t.true(overflow <= 0, `no horizontal scrolling on the overview (${overflow}px too wide)`);
+  await shot('16-narrow-overview');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await go('activity', 'Activity log');
 
   // A tamperer with the database file: the triggers go first, then a record is edited.
   const db = new Database(join(dataDir, 'vault.db'));
