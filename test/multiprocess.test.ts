@@ -176,6 +176,23 @@ for (const backend of BACKENDS) {
     await c.call(0, 'DELETE', `/applications/${created.body.data.id}`);
     // Authenticated keys are cached per process for up to a second.
     t.is((await within(3000, () => withKey(1), (r) => r.status === 401)).status, 401);
+
+    // A key rolled through one process stops in the other; the new one works in both, and
+    // attributes taken away through one process are refused by the other.
+    const app = (await c.call(0, 'POST', '/applications', { name: 'rolled', attributes: ['NAME'] })).body.data;
+    const as = (i: number, apiKey: string) =>
+      fetch(`${c.vaults[i].url}/entities/carol/attributes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...enc },
+        body: JSON.stringify({ data: [{ attribute: 'NAME', value: 'Carol' }] }),
+      });
+    t.is((await as(1, app.apiKey)).status, 200);
+    const rolled = await c.call(0, 'POST', `/applications/${app.id}/key`, {});
+    t.is(rolled.status, 200);
+    t.is((await within(3000, () => as(1, app.apiKey), (r) => r.status === 401)).status, 401);
+    t.is((await as(1, rolled.body.data.apiKey)).status, 200);
+    t.is((await c.call(0, 'PATCH', `/applications/${app.id}`, { attributes: ['AGE'] })).status, 200);
+    t.is((await within(3000, () => as(1, rolled.body.data.apiKey), (r) => r.status === 403)).status, 403);
   });
 }
 

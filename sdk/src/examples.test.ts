@@ -309,10 +309,20 @@ test.serial('applications', async (t) => {
   // billing.apiKey is shown this once: put it in the billing service's secrets.
   const billingClient = new VaultClient({ url: process.env.VAULT_URL!, apiKey: billing.apiKey, ...(await loadKeysFromEnv()) });
   const apps = await vault.applications.list();
+  // Change it in place: its id, its key and what the activity log says it did stay.
+  const widened = await vault.applications.update(billing.id, { attributes: ['EMAIL', 'ADDRESS', 'PHONE'] });
+  // A new key; the old one keeps signing in for an hour while the service moves over.
+  const rolled = await vault.applications.rollKey(billing.id, { keepPreviousForSeconds: 3600 });
+  const rolledClient = new VaultClient({ url: process.env.VAULT_URL!, apiKey: rolled.apiKey, ...(await loadKeysFromEnv()) });
   await vault.applications.delete(billing.id); // 'Successfully Deleted Application'
   // example:end
   t.like(billing, { name: 'billing', admin: false, attributes: ['EMAIL', 'ADDRESS'] });
   t.true(apps.some((a) => a.id === billing.id));
+  t.like(widened, { id: billing.id, attributes: ['EMAIL', 'ADDRESS', 'PHONE'] });
+  t.is(rolled.id, billing.id);
+  t.not(rolled.apiKey, billing.apiKey);
+  t.true(Date.parse(rolled.previousKeyValidUntil!) > Date.now());
   await t.throwsAsync(billingClient.tags.list(), { instanceOf: VaultApiError, message: 'Unauthorized' });
-  await billingClient.close();
+  await t.throwsAsync(rolledClient.tags.list(), { instanceOf: VaultApiError, message: 'Unauthorized' });
+  await Promise.all([billingClient.close(), rolledClient.close()]);
 });

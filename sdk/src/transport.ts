@@ -44,7 +44,7 @@ export interface TransportOptions {
 }
 
 export interface Request {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Already encoded path, relative to the base URL. */
   path: string;
   query?: Record<string, string | number | boolean | Date | undefined>;

@@ -609,6 +609,20 @@ export interface ApplicationInput {
   apiKey?: string;
 }
 
+/** `applications.update`: what to change; the id, the key and the history stay. */
+export interface ApplicationChanges {
+  name?: string;
+  attributes?: string[];
+  admin?: boolean;
+}
+
+export interface RollKeyOptions {
+  /** The new key, if the deployment chooses it (16 to 512 printable ASCII characters); otherwise one is generated. */
+  apiKey?: string;
+  /** How long the replaced key still signs in, 0 (the default) to 2,592,000 (30 days). */
+  keepPreviousForSeconds?: number;
+}
+
 export interface Application {
   id: string;
   name: string;
@@ -616,9 +630,11 @@ export interface Application {
   admin: boolean;
   createdDate: Timestamp;
   modifiedDate: Timestamp;
+  /** Present while the key a roll replaced still signs in. */
+  previousKeyValidUntil?: Timestamp;
 }
 
-/** The created application and its API key, which the vault shows this once. */
+/** The created (or re-keyed) application and its API key, which the vault shows this once. */
 export interface CreatedApplication extends Application {
   apiKey: string;
 }

@@ -2,7 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
-import type { CreateApplicationInput } from './service.js';
+import { MAX_KEEP_PREVIOUS_SECONDS, type CreateApplicationInput, type RollKeyInput, type UpdateApplicationInput } from './service.js';
+
+const attributesList = { type: 'array', maxItems: 10000, items: { type: 'string', minLength: 1, maxLength: 256 } } as const;
 
 const application = {
   type: 'object',
@@ -13,7 +15,8 @@ const application = {
     admin: { type: 'boolean' },
     createdDate: isoDate,
     modifiedDate: isoDate,
-    apiKey: { type: 'string', description: 'Returned once, on create.' },
+    previousKeyValidUntil: { ...isoDate, description: 'Present while the key a roll replaced is still accepted.' },
+    apiKey: { type: 'string', description: 'Returned once, on create and on a key roll.' },
   },
 } as const;
 
@@ -23,9 +26,29 @@ const createBody = {
   additionalProperties: false,
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 256 },
-    attributes: { type: 'array', maxItems: 10000, items: { type: 'string', minLength: 1, maxLength: 256 } },
+    attributes: attributesList,
     admin: { type: 'boolean' },
     apiKey: { type: 'string', minLength: 16, maxLength: 512 },
+  },
+} as const;
+
+const updateBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 256 },
+    attributes: attributesList,
+    admin: { type: 'boolean' },
+  },
+} as const;
+
+const rollKeyBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    apiKey: { type: 'string', minLength: 16, maxLength: 512 },
+    keepPreviousForSeconds: { type: 'integer', minimum: 0, maximum: MAX_KEEP_PREVIOUS_SECONDS },
   },
 } as const;
 
@@ -50,6 +73,41 @@ export const applicationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (ap
     '/applications/:id',
     { schema: { tags, summary: 'Read an application', params: pathParams('id'), response: { 200: envelope(application), ...errors(403, 404) } } },
     async (request) => ({ data: await vault.applications.get(request.params.id) }),
+  );
+
+  app.patch<{ Params: { id: string }; Body: UpdateApplicationInput }>(
+    '/applications/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Change an application in place: name, attributes, admin (its id, key and history stay)',
+        params: pathParams('id'),
+        body: updateBody,
+        response: { 200: envelope(application), ...errors(400, 403, 404, 409) },
+      },
+    },
+    async (request) => ({ data: await vault.applications.update(request.params.id, request.body) }),
+  );
+
+  app.post<{ Params: { id: string }; Body: RollKeyInput }>(
+    '/applications/:id/key',
+    {
+      schema: {
+        tags,
+        summary: "Roll an application's API key: the new key is answered once; the old one stops, or stays valid for keepPreviousForSeconds",
+        params: pathParams('id'),
+        body: rollKeyBody,
+        response: { 200: envelope(application), ...errors(400, 403, 404, 409) },
+      },
+      // A roll with every default is a bare POST: no body is an empty one.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request) => {
+      const { application: rolled, apiKey } = await vault.applications.rollKey(request.params.id, request.body);
+      return { data: { ...rolled, apiKey } };
+    },
   );
 
   app.delete<{ Params: { id: string } }>(

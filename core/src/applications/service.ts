@@ -1,7 +1,7 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
-import { isUniqueViolation } from '../db/dialect.js';
+import { dialectOf, isUniqueViolation } from '../db/dialect.js';
 import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { FreshCache } from '../util/fresh-cache.js';
@@ -14,6 +14,8 @@ export interface Application {
   admin: boolean;
   createdDate: string;
   modifiedDate: string;
+  /** Until when the key a roll replaced is still accepted; absent once it is not. */
+  previousKeyValidUntil?: string;
 }
 
 export interface CreateApplicationInput {
@@ -24,8 +26,45 @@ export interface CreateApplicationInput {
   apiKey?: string;
 }
 
+export interface UpdateApplicationInput {
+  name?: string;
+  attributes?: string[];
+  admin?: boolean;
+}
+
+export interface RollKeyInput {
+  /** Lets a deployment choose the new key; otherwise one is generated. */
+  apiKey?: string;
+  /** How long the replaced key is still accepted (0, the default: not at all). */
+  keepPreviousForSeconds?: number;
+}
+
 const MIN_KEY_LENGTH = 16;
 export const API_KEY_CHARACTERS = 'API key must be printable ASCII, without spaces';
+export const KEY_IN_USE = 'API key is already in use';
+/** The longest a replaced key may stay valid: long enough for a release cycle, short enough to end. */
+export const MAX_KEEP_PREVIOUS_SECONDS = 30 * 24 * 3600;
+
+function checkName(name: string | undefined): string {
+  const trimmed = name?.trim();
+  if (!trimmed) throw badRequest('Application name is required');
+  return trimmed;
+}
+
+function storedAttributes(attributes: string[]): string {
+  for (const attribute of attributes) {
+    if (attribute !== '*' && !/^[A-Za-z0-9_]+$/.test(attribute)) {
+      throw badRequest('Application attributes must be attribute keys or "*"');
+    }
+  }
+  return JSON.stringify(attributes.includes('*') ? ['*'] : [...new Set(attributes)]);
+}
+
+function checkApiKey(apiKey: string): void {
+  if (apiKey.length < MIN_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_KEY_LENGTH} characters`);
+  // HTTP trims a header's spaces and Node reads its bytes as Latin-1: any other key could never sign in.
+  if (!/^[\x21-\x7e]+$/.test(apiKey)) throw badRequest(API_KEY_CHARACTERS);
+}
 
 /**
  * API keys are stored as SHA-256 only. Generated keys carry 256 bits of entropy, so an
@@ -40,7 +79,7 @@ export function generateApiKey(): string {
 }
 
 function toApplication(row: ApplicationsTable): Application {
-  return {
+  const application: Application = {
     id: row.id,
     name: row.name,
     attributes: JSON.parse(row.attributes) as string[],
@@ -48,6 +87,8 @@ function toApplication(row: ApplicationsTable): Application {
     createdDate: row.created_date,
     modifiedDate: row.modified_date,
   };
+  if (row.previous_key_hash && row.previous_key_expires && row.previous_key_expires > nowIso()) application.previousKeyValidUntil = row.previous_key_expires;
+  return application;
 }
 
 /** How long an authenticated key is trusted without asking the database again. */
@@ -64,38 +105,118 @@ export class ApplicationService {
   constructor(private readonly db: Kysely<Database>) {}
 
   async create(input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
-    const name = input.name?.trim();
-    if (!name) throw badRequest('Application name is required');
-    const attributes = input.attributes ?? ['*'];
-    for (const attribute of attributes) {
-      if (attribute !== '*' && !/^[A-Za-z0-9_]+$/.test(attribute)) {
-        throw badRequest('Application attributes must be attribute keys or "*"');
-      }
-    }
+    const name = checkName(input.name);
+    const attributes = storedAttributes(input.attributes ?? ['*']);
     const apiKey = input.apiKey ?? generateApiKey();
-    if (apiKey.length < MIN_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_KEY_LENGTH} characters`);
-    // HTTP trims a header's spaces and Node reads its bytes as Latin-1: any other key could never sign in.
-    if (!/^[\x21-\x7e]+$/.test(apiKey)) throw badRequest(API_KEY_CHARACTERS);
+    checkApiKey(apiKey);
     const keyHash = hashApiKey(apiKey);
-    const existing = await this.db.selectFrom('applications').select('id').where('api_key_hash', '=', keyHash).executeTakeFirst();
-    if (existing) throw conflict('API key is already in use');
+    await this.refuseKeyInUse(keyHash);
     const now = nowIso();
     const row: ApplicationsTable = {
       id: randomUUID(),
       name,
       api_key_hash: keyHash,
-      attributes: JSON.stringify(attributes.includes('*') ? ['*'] : [...new Set(attributes)]),
+      attributes,
       admin: input.admin ? 1 : 0,
       created_date: now,
       modified_date: now,
+      previous_key_hash: null,
+      previous_key_expires: null,
     };
     try {
       await this.db.insertInto('applications').values(row).execute();
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict('API key is already in use');
+      if (isUniqueViolation(err)) throw conflict(KEY_IN_USE);
       throw err;
     }
     return { application: toApplication(row), apiKey };
+  }
+
+  /**
+   * Changes an application in place: its id, and so its history in the activity log, stays.
+   * Every process sees the change within AUTH_CACHE_MS.
+   */
+  async update(id: string, input: UpdateApplicationInput): Promise<Application> {
+    const changes: Partial<ApplicationsTable> = {};
+    if (input.name !== undefined) changes.name = checkName(input.name);
+    if (input.attributes !== undefined) changes.attributes = storedAttributes(input.attributes);
+    if (input.admin !== undefined) changes.admin = input.admin ? 1 : 0;
+    const row = await this.db.transaction().execute(async (trx) => {
+      const current = await this.lockedApplication(trx, id);
+      if (current.admin === 1 && changes.admin === 0) await this.refuseLastAdmin(trx, 'Cannot demote the last admin application');
+      const updated = { ...current, ...changes, modified_date: nowIso() };
+      await trx.updateTable('applications').set({ ...changes, modified_date: updated.modified_date }).where('id', '=', id).execute();
+      return updated;
+    });
+    this.callers.clear();
+    return toApplication(row);
+  }
+
+  /**
+   * Gives an application a new key. The old one stops at once, or stays valid for
+   * `keepPreviousForSeconds` so that clients move over without a failed request; a second
+   * roll ends the key before it at once. Authentication caches in other processes drop the
+   * old key within AUTH_CACHE_MS.
+   */
+  async rollKey(id: string, input: RollKeyInput = {}): Promise<{ application: Application; apiKey: string }> {
+    const keep = input.keepPreviousForSeconds ?? 0;
+    if (!Number.isInteger(keep) || keep < 0 || keep > MAX_KEEP_PREVIOUS_SECONDS) {
+      throw badRequest(`keepPreviousForSeconds must be a whole number from 0 to ${MAX_KEEP_PREVIOUS_SECONDS}`);
+    }
+    const apiKey = input.apiKey ?? generateApiKey();
+    checkApiKey(apiKey);
+    const keyHash = hashApiKey(apiKey);
+    await this.refuseKeyInUse(keyHash);
+    const now = Date.now();
+    try {
+      const row = await this.db.transaction().execute(async (trx) => {
+        const current = await this.lockedApplication(trx, id);
+        const changes = {
+          api_key_hash: keyHash,
+          previous_key_hash: keep > 0 ? current.api_key_hash : null,
+          previous_key_expires: keep > 0 ? new Date(now + keep * 1000).toISOString() : null,
+          modified_date: new Date(now).toISOString(),
+        };
+        await trx.updateTable('applications').set(changes).where('id', '=', id).execute();
+        return { ...current, ...changes };
+      });
+      this.callers.clear();
+      return { application: toApplication(row), apiKey };
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(KEY_IN_USE);
+      throw err;
+    }
+  }
+
+  /** A key is one caller's: neither an application's current key nor one a roll kept valid. */
+  private async refuseKeyInUse(keyHash: string): Promise<void> {
+    const existing = await this.db
+      .selectFrom('applications')
+      .select('id')
+      .where((eb) => eb.or([eb('api_key_hash', '=', keyHash), eb('previous_key_hash', '=', keyHash)]))
+      .executeTakeFirst();
+    if (existing) throw conflict(KEY_IN_USE);
+  }
+
+  /** The application's row, held against concurrent changes on PostgreSQL (SQLite's transactions already run one at a time). */
+  private async lockedApplication(trx: Kysely<Database>, id: string): Promise<ApplicationsTable> {
+    let query = trx.selectFrom('applications').selectAll().where('id', '=', id);
+    if (dialectOf(trx) === 'postgres') query = query.forUpdate();
+    const row = await query.executeTakeFirst();
+    if (!row) throw notFound('Application not found');
+    return row;
+  }
+
+  /**
+   * Refuses to take away the last admin. The admins are locked, so that two processes each
+   * demoting or deleting one of the last two cannot both go ahead: the second re-reads them
+   * once the first commits, and finds one.
+   */
+  private async refuseLastAdmin(trx: Kysely<Database>, message: string): Promise<void> {
+    let query = trx.selectFrom('applications').select('id').where('admin', '=', 1);
+    if (dialectOf(trx) === 'postgres') query = query.forUpdate();
+    const admins = await query.execute();
+    if (admins.length < 2) throw conflict(message);
   }
 
   async list(): Promise<Application[]> {
@@ -110,12 +231,11 @@ export class ApplicationService {
   }
 
   async delete(id: string): Promise<void> {
-    const app = await this.get(id);
-    if (app.admin) {
-      const admins = await this.db.selectFrom('applications').select('id').where('admin', '=', 1).limit(2).execute();
-      if (admins.length < 2) throw conflict('Cannot delete the last admin application');
-    }
-    await this.db.deleteFrom('applications').where('id', '=', id).execute();
+    await this.db.transaction().execute(async (trx) => {
+      const app = await this.lockedApplication(trx, id);
+      if (app.admin === 1) await this.refuseLastAdmin(trx, 'Cannot delete the last admin application');
+      await trx.deleteFrom('applications').where('id', '=', id).execute();
+    });
     this.callers.clear();
   }
 
@@ -123,8 +243,13 @@ export class ApplicationService {
     if (apiKey.length < MIN_KEY_LENGTH || apiKey.length > 512) return undefined;
     const keyHash = hashApiKey(apiKey);
     return this.callers.get(keyHash, async () => {
-      const row = await this.db.selectFrom('applications').selectAll().where('api_key_hash', '=', keyHash).executeTakeFirst();
+      const row = await this.db
+        .selectFrom('applications')
+        .selectAll()
+        .where((eb) => eb.or([eb('api_key_hash', '=', keyHash), eb('previous_key_hash', '=', keyHash)]))
+        .executeTakeFirst();
       if (!row) return undefined;
+      if (row.api_key_hash !== keyHash && !(row.previous_key_expires && row.previous_key_expires > nowIso())) return undefined;
       const attributes = JSON.parse(row.attributes) as string[];
       return {
         applicationId: row.id,

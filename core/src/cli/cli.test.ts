@@ -11,6 +11,9 @@ import { Migrator } from 'kysely';
 import pg from 'pg';
 import { execFileSync } from 'node:child_process';
 import { generateKeyPair } from '../crypto/keys.js';
+import { loadConfig } from '../config.js';
+import { createLogger } from '../logger.js';
+import { Vault } from '../vault.js';
 
 function io(env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -96,6 +99,41 @@ test('applications are created, listed and deleted from the command line', async
   const missing = io(env);
   t.is(await runCli(['applications', 'delete', match![1]], missing.io), 1);
   t.deepEqual(missing.err, ['Application not found']);
+});
+
+test('an application is changed and its key rolled from the command line: same id, the old key stops', async (t) => {
+  const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const created = io(env);
+  t.is(await runCli(['applications', 'create', '--name', 'reports', '--attributes', 'EMAIL'], created.io), 0);
+  const [, id, oldKey] = /Created application (\S+) \(reports\)\. API key \(shown once\): (\S+)/.exec(created.out.join('\n'))!;
+
+  const updated = io(env);
+  t.is(await runCli(['applications', 'update', id, '--attributes', 'EMAIL,NAME', '--admin'], updated.io), 0);
+  t.deepEqual(updated.out, [`Updated application ${id}\treports\tadmin\tEMAIL,NAME`]);
+  const refused = io(env);
+  t.is(await runCli(['applications', 'update', id], refused.io), 2);
+  t.deepEqual(refused.err, ['nothing to change: give --name, --attributes, --admin or --no-admin']);
+
+  const kept = io(env);
+  t.is(await runCli(['applications', 'roll-key', id, '--keep-previous', '3600'], kept.io), 0);
+  const [, , keptKey, until] = /Rolled the key of application (\S+) \(reports\)\. API key \(shown once\): (\S+); the previous key is valid until (\S+)$/.exec(kept.out.join('\n'))!;
+  t.true(Date.parse(until) > Date.now());
+  const rolled = io(env);
+  t.is(await runCli(['applications', 'roll-key', id], rolled.io), 0);
+  const [, newKey] = /API key \(shown once\): (\S+); the previous key no longer works$/.exec(rolled.out.join('\n'))!;
+
+  const vault = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), existing: true });
+  try {
+    t.is(await vault.applications.authenticate(oldKey), undefined);
+    t.is(await vault.applications.authenticate(keptKey), undefined, 'a roll without --keep-previous ends the key it replaces');
+    t.like(await vault.applications.authenticate(newKey), { applicationId: id, admin: true });
+  } finally {
+    await vault.close();
+  }
+  const listed = io(env);
+  await runCli(['applications', 'list'], listed.io);
+  t.false(listed.out.join('\n').includes(newKey), 'keys are never listed');
 });
 
 test('rewrap given the active key’s own private key says so, rather than to register a key', async (t) => {
@@ -234,6 +272,8 @@ function verbsOnAVault(t: { teardown: (fn: () => void) => void }): string[][] {
   return [
     ['applications', 'create', '--name', 'reports'],
     ['applications', 'list'],
+    ['applications', 'update', 'some-id', '--name', 'renamed'],
+    ['applications', 'roll-key', 'some-id'],
     ['applications', 'delete', 'some-id'],
     ['keys', 'list'],
     ['keys', 'register', '--public-key', join(files, 'public-key.pem')],
@@ -269,7 +309,7 @@ test('no verb but migrate migrates: each refuses a database an older release lef
     t.is(await runCli(verb, x), 1, verb.join(' '));
     t.deepEqual(
       err,
-      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject not applied): run `vault migrate`, or start this release's vault, first"],
+      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject, 0010_application_key_roll not applied): run `vault migrate`, or start this release's vault, first"],
       verb.join(' '),
     );
   }

@@ -43,6 +43,8 @@ async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>, { existing
   }
 }
 
+const splitList = (list: string) => list.split(',').map((a) => a.trim()).filter(Boolean);
+
 export const commands: Record<string, Command> = {
   start: {
     summary: 'Run the vault server (same as npm start)',
@@ -92,7 +94,7 @@ export const commands: Record<string, Command> = {
       const { application, apiKey } = await withVault(io, (vault) =>
         vault.applications.create({
           name: String(values.name),
-          attributes: String(values.attributes).split(',').map((a) => a.trim()).filter(Boolean),
+          attributes: splitList(String(values.attributes)),
           admin: Boolean(values.admin),
           apiKey: values['api-key'] as string | undefined,
         }),
@@ -108,6 +110,59 @@ export const commands: Record<string, Command> = {
     async run(_args, io) {
       const apps = await withVault(io, (vault) => vault.applications.list());
       for (const a of apps) io.out(`${a.id}\t${a.name}\t${a.admin ? 'admin' : '-'}\t${a.attributes.join(',')}`);
+      return 0;
+    },
+  },
+
+  'applications update': {
+    summary: 'Change an application in place (its id, key and history stay)',
+    usage: 'vault applications update ID [--name NAME] [--attributes A,B|*] [--admin | --no-admin]',
+    options: { name: { type: 'string' }, attributes: { type: 'string' }, admin: { type: 'boolean' }, 'no-admin': { type: 'boolean' } },
+    async run({ values, positionals }, io) {
+      const id = positionals[0];
+      if (!id) {
+        io.err('the application id is required');
+        return 2;
+      }
+      if (values.admin && values['no-admin']) {
+        io.err('give --admin or --no-admin, not both');
+        return 2;
+      }
+      const changes = {
+        ...(values.name === undefined ? {} : { name: String(values.name) }),
+        ...(values.attributes === undefined ? {} : { attributes: splitList(String(values.attributes)) }),
+        ...(values.admin ? { admin: true } : values['no-admin'] ? { admin: false } : {}),
+      };
+      if (Object.keys(changes).length === 0) {
+        io.err('nothing to change: give --name, --attributes, --admin or --no-admin');
+        return 2;
+      }
+      const application = await withVault(io, (vault) => vault.applications.update(id, changes));
+      io.out(`Updated application ${application.id}\t${application.name}\t${application.admin ? 'admin' : '-'}\t${application.attributes.join(',')}`);
+      return 0;
+    },
+  },
+
+  'applications roll-key': {
+    summary: "Give an application a new API key, printed once; the old one stops, or stays valid for --keep-previous seconds",
+    usage: 'vault applications roll-key ID [--keep-previous SECONDS] [--api-key KEY]',
+    options: { 'keep-previous': { type: 'string', default: '0' }, 'api-key': { type: 'string' } },
+    async run({ values, positionals }, io) {
+      const id = positionals[0];
+      if (!id) {
+        io.err('the application id is required');
+        return 2;
+      }
+      const keep = String(values['keep-previous']);
+      if (!/^\d+$/.test(keep)) {
+        io.err('--keep-previous must be a whole number of seconds');
+        return 2;
+      }
+      const { application, apiKey } = await withVault(io, (vault) =>
+        vault.applications.rollKey(id, { keepPreviousForSeconds: Number(keep), apiKey: values['api-key'] as string | undefined }),
+      );
+      const previous = application.previousKeyValidUntil ? `; the previous key is valid until ${application.previousKeyValidUntil}` : '; the previous key no longer works';
+      io.out(`Rolled the key of application ${application.id} (${application.name}). API key (shown once): ${apiKey}${previous}`);
       return 0;
     },
   },

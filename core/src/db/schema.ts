@@ -17,6 +17,9 @@ export interface ApplicationsTable {
   admin: Flag;
   created_date: string;
   modified_date: string;
+  /** The key a roll replaced, still accepted until `previous_key_expires`. */
+  previous_key_hash: string | null;
+  previous_key_expires: string | null;
 }
 
 export interface EncryptionKeysTable {
