@@ -354,6 +354,23 @@ test.serial('what an officer runs into: a mistyped or purged subject, a broken a
   await page.getByRole('alert').filter({ hasText: 'NOTE is not an indexed attribute' }).waitFor();
 });
 
+test.serial('the activity filters show their dates and times whole at 1280 px', async (t) => {
+  await go('activity', 'Activity log');
+  for (const label of ['From (UTC)', 'To (UTC)']) {
+    // What the field needs to show day, time and AM/PM, against what it was given.
+    const [shown, needed] = await page.getByLabel(label).evaluate((input: any) => {
+      const whole = input.cloneNode();
+      whole.style.cssText = 'position: absolute; width: max-content';
+      input.ownerDocument.body.append(whole);
+      const width = whole.getBoundingClientRect().width;
+      whole.remove();
+      return [input.getBoundingClientRect().width, width];
+    });
+    t.true(shown >= needed, `${label} is ${shown}px wide and needs ${needed}px`);
+  }
+  await shot('17-activity-filters');
+});
+
 test.serial('9. the chain verifies, and after an edit in the database the console points at the record', async (t) => {
   await go('activity', 'Activity log');
   // Sealing runs in the background: wait until every record is chained.

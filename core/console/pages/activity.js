@@ -114,13 +114,13 @@ export function Activity({ admin, id }) {
         <${TextInput} id="f-point" label="Data point" value=${form.dataPointId} onInput=${set('dataPointId')} />
         <${TextInput} id="f-attribute" label="Attribute" value=${form.attribute} onInput=${set('attribute')} />
         <${Select} id="f-event" label="Event type" value=${form.eventType} onChange=${set('eventType')} options=${['', 'READ', 'STORE', 'UPDATE', 'DELETE']} />
+        <${Select} id="f-order" label="Order" value=${form.order} onChange=${set('order')} options=${ORDERS} />
       </div>
       <div class="row">
         <${TextInput} id="f-app" label="Application" value=${form.applicationId} onInput=${set('applicationId')} />
         <${TextInput} id="f-user" label="User" value=${form.applicationUser} onInput=${set('applicationUser')} />
         <${TextInput} id="f-from" label="From (UTC)" type="datetime-local" value=${form.from} onInput=${set('from')} />
         <${TextInput} id="f-to" label="To (UTC)" type="datetime-local" value=${form.to} onInput=${set('to')} />
-        <${Select} id="f-order" label="Order" value=${form.order} onChange=${set('order')} options=${ORDERS} />
       </div>
       <div class="actions">
         <button type="submit" class="primary">Apply filters</button>
