@@ -222,7 +222,15 @@ test.serial('6. under a legal hold a delete is refused', async (t) => {
   await page.getByRole('alert').filter({ hasText: '403 Cannot delete data for data subject, as the data subject is under a legal hold' }).waitFor();
   const subject = await callVault(vault, 'GET', `/datasubjects/${SUBJECT}`);
   t.true(subject.body.data.legalHold);
+  // Lifting re-enables deletion of data held for litigation: one click only asks.
   await page.getByRole('button', { name: 'Lift legal hold' }).click();
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('button', { name: 'Lift legal hold' }).click();
+  const lift = page.getByRole('button', { name: 'Lift the hold: its data may be deleted again' });
+  await lift.waitFor();
+  t.true((await callVault(vault, 'GET', `/datasubjects/${SUBJECT}`)).body.data.legalHold, 'still on hold until confirmed');
+  await page.getByText('on hold').waitFor();
+  await lift.click();
   await page.getByText('Legal hold lifted').waitFor();
   t.false((await callVault(vault, 'GET', `/datasubjects/${SUBJECT}`)).body.data.legalHold);
 });

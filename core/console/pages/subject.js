@@ -182,7 +182,7 @@ export function Subject({ id, admin }) {
       <h2 id="manage">Legal hold and erasure</h2>
       <div class="toolbar">
         ${held
-          ? html`<button type="button" disabled=${busy} onClick=${() => setHold(false)}>Lift legal hold</button>`
+          ? html`<${ConfirmButton} label="Lift legal hold" confirm="Lift the hold: its data may be deleted again" disabled=${busy} onConfirm=${() => setHold(false)} />`
           : html`<button type="button" disabled=${busy} onClick=${() => setHold(true)}>Set legal hold</button>`}
       </div>
       ${attributes.length
