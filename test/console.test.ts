@@ -213,6 +213,17 @@ test.serial('5. the subject is exported as JSON', async (t) => {
   t.true(report.activity.some((a: any) => a.eventType === 'STORE' && a.attribute === 'CONTACT'));
 });
 
+test.serial('hiding the values forgets the key file: revealing again needs it again', async (t) => {
+  await page.getByRole('button', { name: 'Hide values' }).click();
+  await page.getByRole('status').filter({ hasText: 'Values hidden and the key file forgotten' }).waitFor();
+  t.false(await page.getByText(EMAIL).isVisible());
+  t.is(await page.getByLabel('Private key file').evaluate((input: any) => input.files.length), 0, 'no file stays chosen');
+  t.true(await page.getByRole('button', { name: 'Reveal values' }).isDisabled(), 'one click cannot reveal again');
+  await page.getByLabel('Private key file').setInputFiles(keyFile);
+  await page.getByRole('button', { name: 'Reveal values' }).click();
+  await page.getByText(EMAIL, { exact: false }).first().waitFor();
+});
+
 test.serial('6. under a legal hold a delete is refused', async (t) => {
   await page.getByRole('button', { name: 'Set legal hold' }).click();
   await page.getByText('Legal hold set').waitFor();

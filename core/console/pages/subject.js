@@ -1,4 +1,4 @@
-import { html, useState } from '../lib.js';
+import { html, useRef, useState } from '../lib.js';
 import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
@@ -31,6 +31,7 @@ export function Subject({ id, admin }) {
   // Decrypted values live in this component's memory only and go when it unmounts.
   const [values, setValues] = useState();
   const [keyFile, setKeyFile] = useState();
+  const keyInput = useRef();
   const [error, setError] = useState();
   const [notice, setNotice] = useState();
   const [busy, setBusy] = useState(false);
@@ -59,9 +60,16 @@ export function Subject({ id, admin }) {
       setNotice(`Revealed ${read.data.length} value${read.data.length === 1 ? '' : 's'}. They are kept on this page only.`);
     });
 
-  const hide = () => {
+  // Hidden values that one click would bring back are not hidden: the key goes with them.
+  const forget = () => {
     setValues(undefined);
-    setNotice('Values hidden.');
+    setKeyFile(undefined);
+    if (keyInput.current) keyInput.current.value = '';
+  };
+
+  const hide = () => {
+    forget();
+    setNotice('Values hidden and the key file forgotten: choose it again to reveal them.');
   };
 
   const exportJson = () =>
@@ -102,7 +110,7 @@ export function Subject({ id, admin }) {
   const purge = () =>
     act('purge', async () => {
       await api('DELETE', `/datasubjects/${seg(id)}/data`);
-      setValues(undefined);
+      forget();
       setPurged(true);
       setNotice(`Subject ${id} purged: its data and its keys are gone; its activity history stays.`);
     });
@@ -165,7 +173,7 @@ export function Subject({ id, admin }) {
       <div class="toolbar">
         <div class="field inline">
           <label for="key-file">Private key file</label>
-          <input id="key-file" type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])} />
+          <input id="key-file" ref=${keyInput} type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])} />
         </div>
         <button type="button" class="primary" disabled=${!keyFile || busy} onClick=${reveal}>Reveal values</button>
         ${values ? html`<button type="button" onClick=${hide}>Hide values</button>` : null}
