@@ -207,6 +207,10 @@ test.serial('5. the subject is exported as JSON', async (t) => {
   const report = JSON.parse(readFileSync((await download.path())!, 'utf8'));
   t.is(report.subject.id, SUBJECT);
   t.true(report.valuesIncluded);
+  // An administrator's key with every value revealed: nothing is left out.
+  t.true(report.complete);
+  t.deepEqual(report.limitations, []);
+  t.false(await page.getByText('This export is partial').isVisible());
   const contact = report.dataPoints.find((p: any) => p.attribute === 'CONTACT');
   t.deepEqual(contact.value, { email: EMAIL, city: 'London' });
   t.true(report.dataPoints.some((p: any) => p.attribute === 'CONTACT.email'));
@@ -488,6 +492,23 @@ test.serial('10. an application created in the console sees only its attributes'
   await page.getByText('Navy').waitFor();
   t.false(await page.getByText('grace@example.org').isVisible());
   await page.getByRole('alert').filter({ hasText: '403 Forbidden' }).first().waitFor();
+
+  // Its export is no complete answer to a subject access request, and says so.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+  const report = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+  t.false(report.complete);
+  t.is(report.activity, null);
+  t.deepEqual(
+    report.dataPoints.map((p: any) => [p.attribute, p.value]),
+    [['NOTE', 'Navy']],
+  );
+  t.is(report.limitations.length, 2);
+  t.regex(report.limitations[0], /^Activity history not included: only an administrator's API key/);
+  t.regex(report.limitations[1], /^Data points limited to the attributes this API key may read/);
+  const notice = page.getByRole('status').filter({ hasText: 'This export is partial' });
+  await notice.waitFor();
+  t.regex(await notice.innerText(), /Activity history not included[\s\S]*Data points limited to the attributes this API key may read/);
+  await shot('18-partial-export');
 
   await go('activity', 'Activity log');
   await page.getByRole('alert').filter({ hasText: 'This needs an administrator' }).first().waitFor();

@@ -72,6 +72,8 @@ export function Subject({ id, admin }) {
     setNotice('Values hidden and the key file forgotten: choose it again to reveal them.');
   };
 
+  // An answer to a subject access request must not look whole when it is not: the file and
+  // the notice both say what this key and this page could not put in it.
   const exportJson = () =>
     act('export', async () => {
       let history;
@@ -81,15 +83,33 @@ export function Subject({ id, admin }) {
         if (err.status !== 403) throw err;
         history = null; // not an admin's key: the export says so rather than failing
       }
+      const unrevealed = values ? roots.filter((p) => !values.has(p.dataPointId)).length : roots.length;
+      const limitations = [
+        ...(history === null ? ["Activity history not included: only an administrator's API key may read the activity log, and this key is not one."] : []),
+        ...(admin ? [] : ['Data points limited to the attributes this API key may read: an application key may not see them all.']),
+        ...(unrevealed ? [`Values not included for ${unrevealed} of ${roots.length} data point${roots.length === 1 ? '' : 's'}: reveal them with the private key first.`] : []),
+      ];
       const report = {
         exportedAt: new Date().toISOString(),
+        complete: limitations.length === 0,
+        limitations,
         subject: subject.data,
         valuesIncluded: Boolean(values),
         dataPoints: (points.data ?? []).map((p) => (values?.has(p.dataPointId) ? { ...p, value: values.get(p.dataPointId) } : p)),
         activity: history,
       };
       download(`subject-${id}.json`, 'application/json', JSON.stringify(report, null, 2));
-      setNotice(`Exported ${report.dataPoints.length} data points${values ? ' with their values' : ' (metadata only: reveal values first to include them)'}.`);
+      const n = report.dataPoints.length;
+      const exported = `Exported ${n} data point${n === 1 ? '' : 's'}${values ? ' with their values' : ''}${history ? ' and the activity history' : ''}.`;
+      setNotice(
+        report.complete
+          ? exported
+          : {
+              kind: 'warn',
+              text: html`${exported} <strong>This export is partial</strong>; do not send it as a complete answer:
+                <ul>${limitations.map((l) => html`<li>${l}</li>`)}</ul>`,
+            },
+      );
     });
 
   const setHold = (legalHold) =>
@@ -166,7 +186,7 @@ export function Subject({ id, admin }) {
         </dl>`
       : null}
     <${ErrorBox} error=${error} admin=${!admin} intoView />
-    <${Notice} intoView>${notice}</${Notice}>
+    <${Notice} kind=${notice?.kind} intoView>${notice?.text ?? notice}</${Notice}>
 
     <section class="card" aria-labelledby="points">
       <h2 id="points">Data points</h2>
