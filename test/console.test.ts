@@ -406,10 +406,15 @@ test.serial('9. the chain verifies, and after an edit in the database the consol
   }
   await page.getByRole('button', { name: 'Verify chain' }).click();
   await page.getByText('✓ Chain intact').waitFor();
+  // The head as `vault activity head` prints it, to compare with the copy kept elsewhere.
+  const head = (await callVault(vault, 'GET', '/activity/head')).body.data;
+  const intact = page.locator('[data-chain="valid"]');
+  t.regex(await intact.innerText(), new RegExp(`Chain head ${head.sequence}:${head.hash}\\b`));
+  t.regex(await intact.innerText(), /Compare it with the head kept outside the database/);
   // On a phone-wide window the overview's chain head, one 64-character hash, must wrap.
   await page.setViewportSize({ width: 390, height: 844 });
   await go('overview', 'Overview');
-  await page.locator('.chain p').first().waitFor();
+  await page.locator('[data-chain]').getByText(`${head.sequence}:${head.hash}`).waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   t.true(overflow <= 0, `no horizontal scrolling on the overview (${overflow}px too wide)`);
   await shot('16-narrow-overview');

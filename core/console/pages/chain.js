@@ -7,7 +7,10 @@ export function ChainState({ result, onShow }) {
     return html`<div class="chain ok" role="status" data-chain="valid">
       <strong>✓ Chain intact</strong>
       <p>${result.records} sealed record${result.records === 1 ? '' : 's'} verified${result.unsealed ? `, ${result.unsealed} awaiting sealing` : ''}.</p>
-      ${result.lastHash ? html`<p class="muted mono">Head #${result.lastSequence}: ${result.lastHash}</p>` : null}
+      ${result.lastHash
+        ? html`<p>Chain head <code>${result.lastSequence}:${result.lastHash}</code></p>
+            <p class="muted small">Compare it with the head kept outside the database: records cut off the end leave a valid, shorter chain that only that copy reveals (<code>vault activity verify --head SEQUENCE:HASH</code> checks a kept one).</p>`
+        : null}
     </div>`;
   }
   return html`<div class="chain broken" role="alert" data-chain="broken">
