@@ -40,7 +40,10 @@ export function decode(buffer: Buffer, encoding: string | undefined, limit: numb
 /**
  * Streams the upstream body to the client (through `tap` if given) and resolves true once it
  * all went through, false if either side broke off; a client hanging up stops the upstream
- * transfer. (Plain pipe() rather than stream.pipeline: the latter allocates an AbortController
+ * transfer. With a tap, it does not: the upstream already acted on the request (stored what
+ * it was sent) and the audit events need its answer, so the rest of the body still flows into
+ * the tap, up to its limit and within the upstream timeouts, and true then means the tap saw
+ * it all. (Plain pipe() rather than stream.pipeline: the latter allocates an AbortController
  * and a DOMException per call, a measurable cost per proxied request.)
  */
 export function relay(source: Readable, res: ServerResponse, tap: Tap | undefined, end: boolean): Promise<boolean> {
@@ -61,21 +64,35 @@ export function relay(source: Readable, res: ServerResponse, tap: Tap | undefine
       source.destroy();
       settle(false);
     });
+    const clientGone = () => {
+      if (settled) return;
+      if (!tap) {
+        source.destroy();
+        settle(res.writableFinished);
+        return;
+      }
+      const stopIfOverflowing = () => {
+        if (!tap.overflow) return;
+        source.destroy();
+        settle(false);
+      };
+      stopIfOverflowing();
+      tap.on('data', stopIfOverflowing);
+      tap.once('end', () => settle(true));
+      tap.resume();
+    };
     // The client may have left while the upstream was still thinking.
     if (res.destroyed) {
-      source.destroy();
-      settle(false);
+      if (tap) source.pipe(tap);
+      clientGone();
       return;
     }
     const out = tap ? source.pipe(tap) : source;
     out.pipe(res, { end });
     if (end) res.once('finish', () => settle(true));
     else out.once('end', () => settle(true));
-    res.once('close', () => {
-      if (settled) return;
-      source.destroy();
-      settle(res.writableFinished);
-    });
+    // pipe() has unpiped the tap by now: it registered its own close listener first.
+    res.once('close', clientGone);
   });
 }
 

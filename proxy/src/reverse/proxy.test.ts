@@ -33,6 +33,8 @@ class Upstream {
   streamedIn = 0;
   upload: { bytes: number; sha256: string } | undefined;
   downloadClosed: 'finished' | 'aborted' | undefined;
+  slowAnswerClosed: 'finished' | 'aborted' | undefined;
+  slowAnswerId: string | undefined;
   private openGate: (() => void) | undefined;
   openSlow: (() => void) | undefined;
   private nextId = 1;
@@ -57,7 +59,8 @@ class Upstream {
         res.writeHead(200, { 'content-type': 'text/plain' });
         return res.end('late');
       }
-      if (url === '/stream-down') {
+      // The second is a matched READ, whose answer the proxy copies aside for its events.
+      if (url === '/stream-down' || url === '/users/stream-down') {
         res.on('close', () => (this.downloadClosed = res.writableFinished ? 'finished' : 'aborted'));
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
         res.write(Buffer.alloc(chunk, 1));
@@ -78,6 +81,19 @@ class Upstream {
       };
       // As Express routes by default: in any case, with or without a trailing slash.
       const user = /^\/users\/([^/?]+)\/?$/i.exec(url);
+      if (req.method === 'POST' && url === '/users' && req.headers['x-answer-slowly']) {
+        // A JSON answer in twenty pieces over a second: a client may hang up in between.
+        res.on('close', () => (this.slowAnswerClosed = res.writableFinished ? 'finished' : 'aborted'));
+        res.writeHead(201, { 'content-type': 'application/json' });
+        this.slowAnswerId = `u-${this.nextId++}`;
+        const answer = JSON.stringify({ id: this.slowAnswerId, ...JSON.parse(body.toString()), padding: '.'.repeat(1000) });
+        const piece = Math.ceil(answer.length / 20);
+        for (let at = 0; at < answer.length && !res.destroyed; at += piece) {
+          res.write(answer.slice(at, at + piece));
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        return res.end();
+      }
       if (req.method === 'POST' && url === '/users') {
         return json(201, { id: `u-${this.nextId++}`, ...JSON.parse(body.toString()) }, { 'x-upstream': 'users', 'set-cookie': ['a=1', 'b=2'] });
       }
@@ -303,6 +319,41 @@ test.serial('a client hanging up mid-response stops the upstream transfer', asyn
   const after = await request(`${proxy}/users/u-1`);
   t.is(after.statusCode, 200, 'the proxy carries on');
   await after.body.dump();
+});
+
+test.serial('a client hanging up mid-response stops the upstream transfer once it is over the body limit', async (t) => {
+  upstream.downloadClosed = undefined;
+  const controller = new AbortController();
+  const download = await request(`${proxy}/users/stream-down`, { signal: controller.signal });
+  for await (const _ of download.body) break;
+  controller.abort();
+  upstream.releaseDownload();
+  await waitFor(() => upstream.downloadClosed, { message: 'upstream response closed' });
+  t.is(upstream.downloadClosed as string | undefined, 'aborted');
+});
+
+test.serial('a client hanging up while a STORE is answered still gets the STORE audited', async (t) => {
+  upstream.slowAnswerClosed = undefined;
+  const lostBefore = await lostEvents('response-body-unavailable');
+  const controller = new AbortController();
+  const res = await request(`${proxy}/users`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-answer-slowly': 'yes' },
+    body: '{"email":"gone@example.test"}',
+    signal: controller.signal,
+  });
+  t.is(res.statusCode, 201);
+  for await (const _ of res.body) break;
+  controller.abort();
+  // The subject id is only in the part of the answer the client never got.
+  const [store] = await waitFor(() => {
+    const found = eventsFor((e) => e.eventType === 'STORE' && e.data?.value === 'gone@example.test');
+    return found.length > 0 ? found : undefined;
+  }, { message: 'the STORE event' });
+  t.like(store, { subjectId: upstream.slowAnswerId, dataPointId: `crm/${upstream.slowAnswerId}/email`, data: { attribute: 'email' } });
+  const upstreamAnswer = await waitFor(() => upstream.slowAnswerClosed, { message: 'the upstream answer closed' });
+  t.is(upstreamAnswer, 'finished', 'the upstream answer was read to its end');
+  t.is(await lostEvents('response-body-unavailable'), lostBefore);
 });
 
 test.serial('a client hanging up before the upstream answers does not disturb the proxy', async (t) => {

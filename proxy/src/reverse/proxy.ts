@@ -35,7 +35,8 @@ const maxLingerEvents = 1000;
  * Sits in front of an upstream HTTP service. Traffic goes through unchanged; requests matching
  * a route also yield audit events once the upstream answered 2xx. Bodies are streamed; a body
  * is only held in memory (up to `bodyLimit`) when a matched route reads a JSON pointer in it,
- * and a response body is then copied aside while it streams to the client, never delayed.
+ * and a response body is then copied aside while it streams to the client, never delayed, and
+ * read to its end even if the client hangs up.
  *
  * Events are handed to the producer once the upstream answered 2xx, before the client sees
  * the end of the response, and never delay or fail the client's traffic. The producer writes
@@ -157,7 +158,7 @@ export class ReverseProxy {
     this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody, responseBody });
     // Only now may the client see the end of the response: its next request's events are
     // then handed to the producer after these, and the producer keeps that order into Redis.
-    if (complete) res.end();
+    if (complete && !res.destroyed) res.end();
   }
 
   private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {
