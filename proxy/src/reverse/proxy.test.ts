@@ -8,7 +8,7 @@ import { request } from 'undici';
 import type { SidecarHandle } from '../index.js';
 import type { StampedEvent } from '../ingest/event.js';
 import { FakeVault } from '../testing/fake-vault.js';
-import { cleanupRedis, freePort, metricValue, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import { capturingLogger, cleanupRedis, freePort, metricValue, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 /**
  * The reverse proxy in front of a small users service, with the example routes file that the
@@ -97,8 +97,8 @@ class Upstream {
       if (req.method === 'POST' && url === '/users') {
         return json(201, { id: `u-${this.nextId++}`, ...JSON.parse(body.toString()) }, { 'x-upstream': 'users', 'set-cookie': ['a=1', 'b=2'] });
       }
+      if (user?.[1] === 'missing') return json(404, { error: 'no such user' });
       if (req.method === 'GET' && user) {
-        if (user[1] === 'missing') return json(404, { error: 'no such user' });
         return json(200, { id: user[1], email: `${user[1]}@example.test`, phone: '+49 30 1234' }, { etag: '"v1"' });
       }
       if ((req.method === 'PUT' || req.method === 'PATCH') && user) return json(200, { ok: true });
@@ -414,6 +414,43 @@ test.serial('events the traffic shows but that cannot be built are counted as lo
   await (await request(`${proxy}/users/u-marker`)).body.dump();
   await waitFor(() => eventsFor((e) => e.subjectId === 'u-marker').length === 2, { message: 'marker events' });
   t.is(vault.records.length, before + 2, 'none of the lost events was sent on');
+});
+
+test('events lost to a body over the limit are logged, without the body', async (t) => {
+  const prefix2 = uniquePrefix('proxy-body-lost');
+  const { logger, lines } = capturingLogger();
+  // Small enough that both the request below and the user the upstream answers with are over it.
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: upstreamUrl, routesFile, proxyBodyLimit: 40,
+  }, { logger });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+  });
+  // A 404: nothing was stored, so no event is due and none is lost.
+  const missing = await request(`${other.proxyUrl}/users/missing`, {
+    method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'secret-address-of-nobody@example.test' }),
+  });
+  t.is(missing.statusCode, 404);
+  await missing.body.dump();
+  const put = await request(`${other.proxyUrl}/users/u-7`, {
+    method: 'PUT', headers: { 'content-type': 'application/json', 'x-user': 'clerk-secret' }, body: JSON.stringify({ email: 'secret-address-of-someone@example.test' }),
+  });
+  t.is(put.statusCode, 200);
+  await put.body.dump();
+  const get = await request(`${other.proxyUrl}/users/u-7`);
+  t.is(get.statusCode, 200);
+  t.like(await get.body.json(), { email: 'u-7@example.test' });
+
+  const lost = await waitFor(() => {
+    const found = lines.filter((l) => l.msg.startsWith('events lost'));
+    return found.length === 2 ? found : undefined;
+  }, { message: 'two warnings' });
+  t.is(lines.filter((l) => l.msg.startsWith('events lost')).length, 2);
+  t.like(lost[0], { level: 40, component: 'proxy', route: 2, reason: 'request-body-unavailable', events: 1 });
+  t.like(lost[1], { level: 40, component: 'proxy', route: 1, reason: 'response-body-unavailable', events: 2 });
+  const text = JSON.stringify(lines);
+  for (const secret of ['secret-address', 'clerk-secret', 'u-7@example.test', '+49 30']) t.false(text.includes(secret), secret);
 });
 
 test('an upstream slower than SIDECAR_UPSTREAM_TIMEOUT_MS is a 504', async (t) => {

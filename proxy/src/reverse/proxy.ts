@@ -140,7 +140,7 @@ export class ReverseProxy {
     const reporting = match !== undefined && succeeded && !match.undecodable;
     const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
     const query = () => new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
-    if (requestBodyMissing) this.options.metrics.proxyEventsLost.inc({ reason: 'request-body-unavailable' });
+    if (reporting && requestBodyMissing) this.bodyUnavailable(match, 'request');
     // Events that need nothing from the response body are handed over before it streams.
     if (reporting && !tap) this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody });
 
@@ -154,11 +154,20 @@ export class ReverseProxy {
     if (complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
       responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
     }
-    if (responseBody === undefined) this.options.metrics.proxyEventsLost.inc({ reason: 'response-body-unavailable' });
+    if (responseBody === undefined) this.bodyUnavailable(match, 'response');
     this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody, responseBody });
     // Only now may the client see the end of the response: its next request's events are
     // then handed to the producer after these, and the producer keeps that order into Redis.
     if (complete && !res.destroyed) res.end();
+  }
+
+  /** Counted once per request, as the README says; logged with what an operator can act on. */
+  private bodyUnavailable(match: RouteMatch, body: 'request' | 'response'): void {
+    const reason = `${body}-body-unavailable` as const;
+    this.options.metrics.proxyEventsLost.inc({ reason });
+    const { route } = match;
+    const events = route.subjectId?.kind === body ? route.attributes.length : route.attributes.filter((a) => a.source?.kind === body).length;
+    this.options.log.warn({ route: route.index, reason, events }, `events lost: the ${body} body is not at hand (over the limit, not JSON, or cut short)`);
   }
 
   private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {
