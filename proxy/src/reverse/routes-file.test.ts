@@ -47,6 +47,34 @@ test('wildcards, any-method routes and first-match order', (t) => {
   t.is(routes.match('GET', '/other')?.route.index, 1);
 });
 
+test('literal segments match the %-encoded paths clients send', (t) => {
+  const routes = compileRoutes({
+    applicationId: 'a',
+    routes: [
+      { method: 'GET', path: '/usuários/:id', eventType: 'READ', attributes: { x: {} }, subjectId: { param: 'id' } },
+      { method: 'GET', path: '/stra%C3%9Fe/:id', eventType: 'READ', attributes: { x: {} }, subjectId: { param: 'id' } },
+      { method: 'GET', path: '/files/*', eventType: 'READ', attributes: { x: {} }, subjectId: { param: '*' } },
+    ],
+  });
+  t.deepEqual(routes.match('GET', '/usu%C3%A1rios/1'), { route: routes.routes[0], params: { id: '1' } });
+  t.is(routes.match('GET', '/usu%c3%a1rios/1')?.route.index, 0, 'lowercase hex digits');
+  t.is(routes.match('GET', '/USU%C3%81RIOS/1')?.route.index, 0, 'in any case, as before');
+  t.is(routes.match('GET', '/usuários/1')?.route.index, 0, 'sent unencoded');
+  t.is(routes.match('GET', '/%75suarios/1'), undefined, 'another word');
+  // An encoded ASCII letter: /%75sers is /users to the upstream.
+  t.deepEqual(loadRoutesFile(example.pathname).match('GET', '/%75sers/%34%32')?.params, { id: '42' });
+  // A literal written encoded in the file matches either way.
+  t.is(routes.match('GET', '/stra%C3%9Fe/9')?.route.index, 1);
+  t.is(routes.match('GET', '/straße/9')?.route.index, 1);
+  t.deepEqual(routes.match('GET', '/files/a%20b/c%2Fd')?.params, { '*': 'a b/c/d' });
+  // Malformed escapes: still matched, marked, as before.
+  t.like(routes.match('GET', '/usu%C3%A1rios/bad%E0'), { route: { index: 0 }, undecodable: true, params: {} });
+  t.like(routes.match('GET', '/files/ok/bad%E0'), { route: { index: 2 }, undecodable: true, params: {} });
+  t.is(routes.match('GET', '/usu%C3rios/1'), undefined);
+  const err = t.throws(() => compileRoutes({ applicationId: 'a', routes: [{ method: 'GET', path: '/bad%E0/:id', eventType: 'READ', attributes: { x: {} }, subjectId: { param: 'id' } }] }));
+  t.regex(err!.message, /routes\[0\]\.path has a segment whose %-escapes do not decode: "bad%E0"/);
+});
+
 test('every problem in a routes file is reported with its location', (t) => {
   const err = t.throws(
     () =>

@@ -160,7 +160,12 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) problems.push(`${at}.path has an invalid parameter "${part}"`);
         paramNames.add(name);
         segments.push({ param: name });
-      } else segments.push({ literal: part.toLowerCase() });
+      } else {
+        // Requests are matched decoded, so a literal written %-encoded must be too.
+        const literal = decodeSegment(part);
+        if (literal === undefined) problems.push(`${at}.path has a segment whose %-escapes do not decode: "${part}"`);
+        else segments.push({ literal: literal.toLowerCase() });
+      }
     });
   }
 
@@ -276,36 +281,49 @@ export class CompiledRoutes {
   constructor(readonly routes: CompiledRoute[]) {}
 
   /**
-   * Literal segments match in any case and a trailing slash is ignored, as most frameworks
-   * route (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and
-   * its reads must not go unaudited. A path the upstream does not serve answers 404 and
-   * yields no event, so matching leniently invents none.
+   * Segments are compared decoded, as the upstream's router sees them: `/usu%C3%A1rios/1` is
+   * what clients send for a route listed as `/usuários/:id`. Literal segments match in any case
+   * and a trailing slash is ignored, as most frameworks route (Express by default):
+   * `/Users/u-1/` reaches the same handler as `/users/u-1`, and its reads must not go
+   * unaudited. A path the upstream does not serve answers 404 and yields no event, so matching
+   * leniently invents none.
    */
   match(method: string, pathname: string): RouteMatch | undefined {
-    let parts = pathname.split('/').slice(1);
-    if (parts.length > 1 && parts[parts.length - 1] === '') parts = parts.slice(0, -1);
+    let raw = pathname.split('/').slice(1);
+    if (raw.length > 1 && raw[raw.length - 1] === '') raw = raw.slice(0, -1);
+    // undefined where the %-escapes do not decode.
+    const parts = raw.map(decodeSegment);
+    const lower = parts.map((part, i) => (part ?? raw[i]).toLowerCase());
     for (const route of this.routes) {
       if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
       if (route.rest ? parts.length <= route.segments.length : parts.length !== route.segments.length) continue;
       const params: Record<string, string> = {};
       let ok = true;
       let undecodable = false;
-      const decode = (name: string, raw: string) => {
-        try {
-          params[name] = decodeURIComponent(raw);
-        } catch {
-          undecodable = true;
-        }
-      };
       for (let i = 0; i < route.segments.length && ok; i++) {
         const segment = route.segments[i];
-        if ('literal' in segment) ok = segment.literal === parts[i].toLowerCase();
-        else if (parts[i] === '') ok = false;
-        else decode(segment.param, parts[i]);
+        const part = parts[i];
+        if ('literal' in segment) ok = segment.literal === lower[i];
+        else if (raw[i] === '') ok = false;
+        else if (part === undefined) undecodable = true;
+        else params[segment.param] = part;
       }
-      if (ok && route.rest) decode('*', parts.slice(route.segments.length).join('/'));
+      if (ok && route.rest) {
+        const rest = parts.slice(route.segments.length);
+        if (rest.some((part) => part === undefined)) undecodable = true;
+        else params['*'] = rest.join('/');
+      }
       if (ok) return undecodable ? { route, params, undecodable: true } : { route, params };
     }
+    return undefined;
+  }
+}
+
+function decodeSegment(segment: string): string | undefined {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
     return undefined;
   }
 }
