@@ -36,6 +36,11 @@ export interface SidecarConfig {
   proxyBodyLimit: number;
   /** How long the upstream may take to send its answer's headers, and then between body chunks, before 504. */
   upstreamTimeoutMs: number;
+  /**
+   * How long the proxy keeps an idle client connection open. Longer than the idle timeout of
+   * a load balancer in front (60 s on most), or it reuses a connection the proxy just closed.
+   */
+  proxyKeepAliveMs: number;
   logLevel: string;
   /**
    * Bearer token callers of the ingest and dead-letter endpoints must present; required when
@@ -78,6 +83,7 @@ export const defaults = {
   routesFile: undefined,
   proxyBodyLimit: 1024 * 1024,
   upstreamTimeoutMs: 300_000,
+  proxyKeepAliveMs: 65_000,
   logLevel: 'info',
   ingestToken: undefined,
   dropValues: false,
@@ -108,6 +114,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
   routesFile: 'SIDECAR_ROUTES',
   proxyBodyLimit: 'SIDECAR_PROXY_BODY_LIMIT',
   upstreamTimeoutMs: 'SIDECAR_UPSTREAM_TIMEOUT_MS',
+  proxyKeepAliveMs: 'SIDECAR_PROXY_KEEP_ALIVE_MS',
   logLevel: 'SIDECAR_LOG_LEVEL',
   ingestToken: 'SIDECAR_INGEST_TOKEN',
   dropValues: 'SIDECAR_DROP_VALUES',
@@ -116,7 +123,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
 const integerKeys = [
   'port', 'proxyPort', 'batchSize', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
   'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'requestTimeoutMs', 'enqueueTimeoutMs', 'proxyBodyLimit',
-  'upstreamTimeoutMs',
+  'upstreamTimeoutMs', 'proxyKeepAliveMs',
 ] as const satisfies readonly (keyof SidecarConfig)[];
 
 type IntegerKey = (typeof integerKeys)[number];
@@ -139,6 +146,8 @@ const minimum: Record<IntegerKey, number> = {
   enqueueTimeoutMs: 50,
   proxyBodyLimit: 0,
   upstreamTimeoutMs: 100,
+  // Node sends it to clients in whole seconds (Keep-Alive: timeout=N).
+  proxyKeepAliveMs: 1000,
 };
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

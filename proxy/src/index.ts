@@ -74,6 +74,7 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
         routes,
         bodyLimit: config.proxyBodyLimit,
         upstreamTimeoutMs: config.upstreamTimeoutMs,
+        keepAliveMs: config.proxyKeepAliveMs,
         producer,
         metrics,
         log: log.child({ component: 'proxy' }),

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import type { SidecarHandle } from '../index.js';
 import type { StampedEvent } from '../ingest/event.js';
 import { FakeVault } from '../testing/fake-vault.js';
@@ -18,6 +18,8 @@ import { capturingLogger, cleanupRedis, freePort, metricValue, startTestSidecar,
 const routesFile = fileURLToPath(new URL('./fixtures/routes.example.json', import.meta.url));
 const chunk = 64 * 1024;
 const bigSize = 32 * 1024 * 1024;
+/** 20 KiB of cookies, more than Node's default 16 KiB of headers. */
+const bigCookies = Array.from({ length: 5 }, (_, i) => `c${i}=${String(i).repeat(4096)}`);
 
 interface Seen {
   method: string;
@@ -40,8 +42,14 @@ class Upstream {
   private nextId = 1;
 
   async start(): Promise<string> {
-    this.server = createServer(async (req, res) => {
+    // As generous as the proxy, so that headers over Node's 16 KiB reach it.
+    this.server = createServer({ maxHeaderSize: 64 * 1024 }, async (req, res) => {
       const url = req.url!;
+      if (url === '/big-headers') {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/plain', 'set-cookie': bigCookies });
+        return res.end('ok');
+      }
       if (url === '/stream-up') {
         const hash = createHash('sha256');
         this.streamedIn = 0;
@@ -451,6 +459,72 @@ test('events lost to a body over the limit are logged, without the body', async 
   t.like(lost[1], { level: 40, component: 'proxy', route: 1, reason: 'response-body-unavailable', events: 2 });
   const text = JSON.stringify(lines);
   for (const secret of ['secret-address', 'clerk-secret', 'u-7@example.test', '+49 30']) t.false(text.includes(secret), secret);
+});
+
+test('20 KiB of headers go through both ways', async (t) => {
+  // A client that accepts them, as browsers do.
+  const client = new Agent({ maxHeaderSize: 64 * 1024 });
+  t.teardown(() => client.close());
+  const answer = await request(`${proxy}/big-headers`, { dispatcher: client });
+  t.is(answer.statusCode, 200);
+  t.deepEqual(answer.headers['set-cookie'], bigCookies);
+  t.is(await answer.body.text(), 'ok');
+
+  const cookie = bigCookies.join('; ');
+  const sent = await request(`${proxy}/reports/big-cookie`, { headers: { cookie }, dispatcher: client });
+  t.is(sent.statusCode, 299);
+  await sent.body.dump();
+  const seen = upstream.seen.find((s) => s.url === '/reports/big-cookie');
+  t.true(seen?.headers.cookie === cookie, 'the cookie reached the upstream');
+});
+
+/** Raw HTTP/1.1 on one connection, to see what the proxy does with it between requests. */
+function rawConnection(url: string) {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let received = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (text: string) => (received += text));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return {
+    closed,
+    async get(path: string): Promise<string> {
+      const before = received.length;
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+      return waitFor(() => {
+        const answer = received.slice(before);
+        const head = answer.indexOf('\r\n\r\n');
+        if (head < 0) return undefined;
+        const length = /\r\ncontent-length: (\d+)/i.exec(answer.slice(0, head));
+        const complete = length ? answer.length >= head + 4 + Number(length[1]) : answer.endsWith('\r\n0\r\n\r\n');
+        return complete ? answer : undefined;
+      }, { message: `the answer to ${path}` });
+    },
+    destroy: () => socket.destroy(),
+  };
+}
+
+test('idle client connections stay open for SIDECAR_PROXY_KEEP_ALIVE_MS, 65 s by default', async (t) => {
+  // Clients (and load balancers that read it) are told how long an idle connection lasts.
+  const usual = rawConnection(proxy);
+  t.teardown(usual.destroy);
+  t.regex(await usual.get('/users/u-ka'), /\r\nkeep-alive: timeout=65\r\n/i);
+
+  const prefix2 = uniquePrefix('proxy-keep-alive');
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: upstreamUrl, routesFile, proxyKeepAliveMs: 2000,
+  });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+  });
+  const connection = rawConnection(other.proxyUrl!);
+  t.teardown(connection.destroy);
+  t.regex(await connection.get('/users/u-ka'), /^HTTP\/1\.1 200 [^]*\r\nkeep-alive: timeout=2\r\n/i);
+  await new Promise((r) => setTimeout(r, 1000));
+  t.regex(await connection.get('/users/u-ka'), /^HTTP\/1\.1 200 /, 'the idle connection was still open');
+  // And then the proxy closes it.
+  await connection.closed;
 });
 
 test('an upstream slower than SIDECAR_UPSTREAM_TIMEOUT_MS is a 504', async (t) => {

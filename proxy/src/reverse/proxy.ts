@@ -20,6 +20,8 @@ export interface ReverseProxyOptions {
   bodyLimit: number;
   /** How long the upstream may take for its headers, and then between body chunks (504 before the headers). */
   upstreamTimeoutMs?: number;
+  /** How long an idle client connection is kept open. */
+  keepAliveMs?: number;
   producer: EventProducer;
   metrics: SidecarMetrics;
   log: Logger;
@@ -30,6 +32,13 @@ export interface ReverseProxyOptions {
 }
 
 const maxLingerEvents = 1000;
+/**
+ * Node's 16 KiB cuts off services that set big cookies (a 502 for their answers) and clients
+ * that send them (a 431).
+ */
+const maxHeaderSize = 64 * 1024;
+/** Node's default, kept: room for big uploads, yet a client trickling a body cannot hold a connection for ever (408). */
+const requestTimeoutMs = 300_000;
 
 /**
  * Sits in front of an upstream HTTP service. Traffic goes through unchanged; requests matching
@@ -59,10 +68,13 @@ export class ReverseProxy {
     const upstream = new URL(options.upstream);
     this.basePath = upstream.pathname.replace(/\/+$/, '');
     const timeout = options.upstreamTimeoutMs ?? 300_000;
-    this.pool = new Pool(upstream.origin, { keepAliveTimeout: 30_000, headersTimeout: timeout, bodyTimeout: timeout });
+    this.pool = new Pool(upstream.origin, { keepAliveTimeout: 30_000, headersTimeout: timeout, bodyTimeout: timeout, maxHeaderSize });
     this.enqueueRetryMs = options.enqueueRetryMs ?? 60_000;
     this.lingerMs = options.lingerMs ?? 5;
-    this.server = createServer((req, res) => {
+    const keepAliveMs = options.keepAliveMs ?? 65_000;
+    // Headers timeout above the keep-alive one, as load balancers' guides advise.
+    const headersTimeout = keepAliveMs + 1000;
+    this.server = createServer({ maxHeaderSize, headersTimeout, requestTimeout: Math.max(requestTimeoutMs, headersTimeout) }, (req, res) => {
       this.handle(req, res).catch((err) => {
         options.log.error({ err: (err as Error).message }, 'proxy request failed');
         if (!res.headersSent) {
@@ -71,6 +83,7 @@ export class ReverseProxy {
         } else res.destroy();
       });
     });
+    this.server.keepAliveTimeout = keepAliveMs;
   }
 
   async listen(host: string, port: number): Promise<string> {
