@@ -9,8 +9,8 @@ import test from 'ava';
 import { request } from 'undici';
 import type { ExternalActivityEvent } from '../proxy/src/index.js';
 import {
-  OwnRedis, cleanupRedis, freePort, getJson, metricValue, postEvents, sharedRedisUrl, spawnSidecar, startTestSidecar, stopChild,
-  uniquePrefix, waitFor, type SpawnedSidecar,
+  OwnRedis, capturingLogger, cleanupRedis, freePort, getJson, metricValue, postEvents, sharedRedisUrl, spawnSidecar, startTestSidecar,
+  stopChild, uniquePrefix, waitFor, type SpawnedSidecar,
 } from '../proxy/src/testing/helpers.js';
 import { AnswerDelay, RealVault } from './sidecar-vault.js';
 
@@ -207,6 +207,60 @@ test.serial('real vault: Redis restarted (AOF): nothing accepted lost, 503 and n
 
   gate.open = true;
   t.deepEqual(await recorded(applicationId, ids.length), ids);
+  t.true(await chainIsValid());
+});
+
+test.serial('real vault: Redis full (maxmemory, noeviction): 503 "out of memory" and not ready, then every accepted event recorded once', async (t) => {
+  const applicationId = app('redis-full');
+  const redis = await OwnRedis.started('sidecar-e2e-redis-full');
+  await redis.configSet('maxmemory', '4mb');
+  const gate = await startGate(vault.url);
+  gate.open = false;
+  const prefix = uniquePrefix('e2e-redis-full');
+  const { logger, lines } = capturingLogger('warn');
+  const sidecar = await startTestSidecar({ apiKey, vaultUrl: gate.url, prefix, redisUrl: redis.url, batchSize: 100 }, { logger });
+  t.teardown(async () => {
+    await sidecar.close();
+    await gate.close();
+    await redis.dispose();
+  });
+
+  // Nothing is delivered meanwhile, so ingest fills Redis up.
+  const ids: string[] = [];
+  let refusal: Awaited<ReturnType<typeof postEvents>> | undefined;
+  for (let r = 0; !refusal; r++) {
+    const answer = await postEvents(sidecar.url, Array.from({ length: 50 }, (_, i) => store(applicationId, r * 50 + i)));
+    if (answer.status === 202) ids.push(...answer.body.accepted.map((a) => a.eventId));
+    else refusal = answer;
+  }
+  t.is(refusal.status, 503);
+  t.deepEqual(refusal.body.accepted, []);
+  t.is(refusal.body.message, 'the event queue is full (Redis is out of memory); nothing was accepted, retry later (with the same eventIds to avoid duplicates)');
+  t.true(ids.length > 0);
+  const notReady = await getJson(`${sidecar.url}/readyz`);
+  t.is(notReady.status, 503);
+  t.like(notReady.body, { status: 'not ready', redis: 'out of memory' });
+  t.is(await metricValue(sidecar.url, 'sidecar_redis_out_of_memory'), 1);
+  t.true(lines.some((l) => l.level === 40 && /out of memory/.test(l.msg)), 'a warning operators can alert on');
+  t.false(JSON.stringify(lines).includes('@example.test'), 'no values in the log');
+
+  // The vault stays away long enough (some 5 s of retries) for the locks of the jobs in hand to
+  // run out (lockMs 2 s): a full Redis refuses their renewal. It comes back while Redis is still
+  // full, which stalls delivery too (taking a job needs memory); then memory is freed.
+  const retries = await metricValue(sidecar.url, 'sidecar_delivery_retries_total');
+  await waitFor(async () => (await metricValue(sidecar.url, 'sidecar_delivery_retries_total')) >= retries + 25, { message: 'retries while Redis is full' });
+  gate.open = true;
+  await waitFor(async () => (await vault.activity(applicationId)).length > 0, { message: 'the batch in hand delivered' });
+  await redis.configSet('maxmemory', '0');
+  const back = await waitFor(async () => {
+    const answer = await postEvents(sidecar.url, [store(applicationId, 100_000)]);
+    return answer.status === 202 ? answer : undefined;
+  }, { message: 'ingest accepting again' });
+  ids.push(back.body.accepted[0].eventId);
+
+  t.deepEqual(await recorded(applicationId, ids.length), ids, 'every accepted event recorded once, in acceptance order');
+  t.is((await getJson(`${sidecar.url}/readyz`)).status, 200);
+  t.is(await metricValue(sidecar.url, 'sidecar_redis_out_of_memory'), 0);
   t.true(await chainIsValid());
 });
 

@@ -24,6 +24,11 @@ export class SidecarMetrics {
     help: 'Requests answered 503 because Redis did not take the events',
     registers: [this.registry],
   });
+  readonly redisOutOfMemory = new Gauge({
+    name: 'sidecar_redis_out_of_memory',
+    help: '1 while Redis refuses writes for lack of memory (maxmemory reached), else 0; read on scrape',
+    registers: [this.registry],
+  });
   readonly queueJobs = new Gauge({
     name: 'sidecar_queue_jobs',
     help: 'Jobs (one per accepted request) in the delivery queue, by state',

@@ -50,13 +50,16 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {
-    const redis = await producer.ping();
+    const reachable = await producer.ping();
+    // A full Redis still answers pings while it refuses every event: for ingest, as good as away.
+    const redis = !reachable ? 'unreachable' : (await producer.outOfMemory()) ? 'out of memory' : 'ok';
     const running = ['standby', 'recovering', 'delivering'].includes(worker.state);
-    const body = { status: redis && running ? 'ready' : 'not ready', redis: redis ? 'ok' : 'unreachable', worker: worker.state };
+    const ready = redis === 'ok' && running;
+    const body = { status: ready ? 'ready' : 'not ready', redis, worker: worker.state };
     // Still ready: events are taken and wait safely in Redis. But an operator must see it.
     const refusal = worker.vaultRefusal;
     if (refusal) Object.assign(body, { vault: `refuses the sidecar (${refusal}): check SIDECAR_API_KEY` });
-    return reply.code(redis && running ? 200 : 503).send(body);
+    return reply.code(ready ? 200 : 503).send(body);
   });
 
   app.get('/metrics', async (_request, reply) => {
@@ -66,6 +69,7 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
         for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ state }, n);
       }),
       withTimeout(deadLetters.count(), 1000, 'dead-letter count').then((n) => metrics.deadLetterDepth.set(n)),
+      producer.outOfMemory().then((full) => metrics.redisOutOfMemory.set(full ? 1 : 0)),
     ]);
     metrics.bufferedEvents.set(worker.buffered);
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());

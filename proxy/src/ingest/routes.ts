@@ -30,14 +30,16 @@ export function registerIngestRoutes(app: FastifyInstance, { producer, metrics, 
     } catch (err) {
       if (!(err instanceof QueueUnavailableError)) throw err;
       metrics.enqueueFailures.inc();
-      log.warn({ eventCount: outcome.events.length, cause: (err.cause as Error | undefined)?.message }, 'Redis unavailable; refusing events');
+      const full = err.outOfMemory;
+      if (full) log.warn({ eventCount: outcome.events.length }, 'Redis is out of memory (maxmemory reached); refusing events');
+      else log.warn({ eventCount: outcome.events.length, cause: (err.cause as Error | undefined)?.message }, 'Redis unavailable; refusing events');
       return reply
         .code(503)
         .header('retry-after', '1')
         .send({
           accepted: [],
           rejected: outcome.rejected,
-          message: 'the event queue is unavailable; nothing was accepted, retry later (with the same eventIds to avoid duplicates)',
+          message: `${full ? 'the event queue is full (Redis is out of memory)' : 'the event queue is unavailable'}; nothing was accepted, retry later (with the same eventIds to avoid duplicates)`,
         });
     }
     metrics.eventsAccepted.inc({ source: 'api' }, outcome.events.length);

@@ -15,6 +15,16 @@ export class QueueUnavailableError extends Error {
     super(message, options);
     this.name = 'QueueUnavailableError';
   }
+
+  /** Redis is up but full: it frees no memory by itself, so an operator has to act. */
+  get outOfMemory(): boolean {
+    return isOutOfMemory(this.cause);
+  }
+}
+
+/** Redis' refusal of a write once `maxmemory` is reached and its policy evicts nothing. */
+export function isOutOfMemory(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('OOM ');
 }
 
 export interface ProducerOptions {
@@ -50,12 +60,16 @@ export class EventProducer {
   private waiting: Waiter[] = [];
   private flushing = false;
   private readonly maxJobEvents: number;
+  private readonly probeKey: string;
+  /** When Redis last refused an enqueue for lack of memory; cleared by the next one it takes. */
+  private refusedForMemoryAt: number | undefined;
 
   constructor(
     private readonly redis: Redis,
     private readonly options: ProducerOptions,
   ) {
     this.maxJobEvents = options.maxJobEvents ?? 5000;
+    this.probeKey = `${options.prefix}:${options.queue}:sidecar-memory-probe`;
     this.queue = new Queue<EventsJobData>(options.queue, {
       connection: redis,
       prefix: options.prefix,
@@ -122,10 +136,12 @@ export class EventProducer {
           await withTimeout(this.queue.add(jobName, { events }), this.options.enqueueTimeoutMs, 'enqueue');
         } catch (err) {
           failure = new QueueUnavailableError('Redis did not confirm the enqueue', { cause: err });
+          if (isOutOfMemory(err)) this.refusedForMemoryAt = Date.now();
           // Its callers are told nothing was accepted, so the job must never be written later,
           // as it would be if Redis was cut off by a partition that then ends.
           if (err instanceof TimeoutError) resetConnection(this.redis);
         }
+        if (!failure) this.refusedForMemoryAt = undefined;
         for (const w of group) {
           clearTimeout(w.timer);
           if (failure) w.reject(failure);
@@ -144,6 +160,24 @@ export class EventProducer {
       return (await withTimeout(this.redis.ping(), timeoutMs, 'ping')) === 'PONG';
     } catch {
       return false;
+    }
+  }
+
+  /**
+   * Whether Redis refuses events for lack of memory, which a ping does not tell. Redis counts
+   * a command's own arguments against `maxmemory`, so one that refuses a job may still take a
+   * smaller write: an enqueue refused in the last `recentMs`, with none taken since, counts.
+   * Otherwise a probe asks: LPUSHX on a key that never exists writes nothing, yet a full Redis
+   * refuses it like any command that may add data. Any other failure is left to ping().
+   */
+  async outOfMemory(timeoutMs = 1000, recentMs = 10_000): Promise<boolean> {
+    if (!this.connected) return false;
+    if (this.refusedForMemoryAt !== undefined && Date.now() - this.refusedForMemoryAt < recentMs) return true;
+    try {
+      await withTimeout(this.redis.lpushx(this.probeKey, ''), timeoutMs, 'memory probe');
+      return false;
+    } catch (err) {
+      return isOutOfMemory(err);
     }
   }
 

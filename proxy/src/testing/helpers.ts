@@ -182,6 +182,16 @@ export class OwnRedis {
     );
   }
 
+  /** CONFIG SET on this server alone (never on the shared one), e.g. a `maxmemory` to fill. */
+  async configSet(parameter: string, value: string): Promise<void> {
+    const client = new Redis(this.url, { maxRetriesPerRequest: 1 });
+    try {
+      await client.config('SET', parameter, value);
+    } finally {
+      client.disconnect();
+    }
+  }
+
   /**
    * SIGSTOP: the server keeps its connections open, so clients still see it as connected, but
    * answers nothing until resume(). What it is sent meanwhile waits in its sockets.
