@@ -85,6 +85,41 @@ export function describeFailure(err: FastifyError | HttpError): { statusCode: nu
   }
 }
 
+/** How much of a body refused as too large is read and thrown away, at most, before the 413. */
+const DISCARD_BYTES = 64 * 1024 * 1024;
+const DISCARD_MS = 30_000;
+
+/**
+ * Reads the rest of a body refused as too large, so its 413 reaches the client, as the vault
+ * does (core/src/http/errors.ts): answered at once, the connection closed while the client was
+ * still sending, and the client saw its own write fail (EPIPE, ECONNRESET) instead, which it
+ * retries as an outage. Beyond the bounds the connection just closes.
+ */
+export function discardBody(raw: NodeJS.ReadableStream & { readableEnded?: boolean; destroyed?: boolean }): Promise<void> {
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let read = 0;
+    const done = () => {
+      clearTimeout(timer);
+      raw.removeListener('data', onData);
+      raw.removeListener('end', done);
+      raw.removeListener('close', done);
+      raw.removeListener('error', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > DISCARD_BYTES) done();
+    };
+    const timer = setTimeout(done, DISCARD_MS);
+    raw.on('data', onData);
+    raw.once('end', done);
+    raw.once('close', done);
+    raw.once('error', done);
+    raw.resume();
+  });
+}
+
 /**
  * Node's bounds on receiving a request, as the vault sets them (core/src/http/server.ts):
  * Fastify turns Node's request timeout off, which lets a caller that trickles a body hold its

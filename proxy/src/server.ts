@@ -5,7 +5,7 @@ import { registerDeadLetterRoutes } from './delivery/dead-letter-routes.js';
 import type { DeadLetterQueue } from './delivery/dead-letters.js';
 import type { DeliveryWorker } from './delivery/worker.js';
 import { installIngestAuth } from './auth.js';
-import { describeFailure, errorBody, installJsonParser, receiving } from './http.js';
+import { describeFailure, discardBody, errorBody, installJsonParser, receiving } from './http.js';
 import { registerIngestRoutes } from './ingest/routes.js';
 import type { SidecarMetrics } from './metrics.js';
 import { withTimeout } from './queue/connection.js';
@@ -32,9 +32,10 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
   });
 
   installJsonParser(app);
-  app.setErrorHandler((err: FastifyError, request, reply) => {
+  app.setErrorHandler(async (err: FastifyError, request, reply) => {
     const { statusCode, message } = describeFailure(err);
     if (statusCode >= 500) request.log.error({ err: err.message }, 'request failed');
+    if (statusCode === 413) await discardBody(request.raw);
     const body = errorBody(statusCode, message);
     // Keep the ingest answer shape even when the body could not be parsed.
     if (request.url.startsWith('/events')) return reply.code(statusCode).send({ accepted: [], rejected: [], ...body });

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import test from 'ava';
 import { Queue } from 'bullmq';
 import type { SidecarHandle } from '../index.js';
@@ -100,6 +101,58 @@ test.serial('unparseable JSON and oversized bodies keep the answer shape, with t
   t.is(huge.status, 413);
   t.like(huge.body, { accepted: [], rejected: [], statusCode: 413, error: 'Payload Too Large', message: 'Request body is too large' });
 });
+
+/**
+ * Sends `size` bytes of body, paced as a client on a real network sends them (the answer can come
+ * long before the last byte), with a Content-Length or chunked; resolves with what came back and
+ * how much of the body had been sent when the answer began.
+ */
+function sendOversized(size: number, framing: 'content-length' | 'chunked'): Promise<{ text: string; writeError?: string; sentAtAnswer?: number }> {
+  const { port, hostname } = new URL(sidecar.url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let text = '';
+    let writeError: string | undefined;
+    let sent = 0;
+    let sentAtAnswer: number | undefined;
+    const finish = () => {
+      clearInterval(timer);
+      socket.destroy();
+      resolve({ text, writeError, sentAtAnswer });
+    };
+    socket.on('data', (d) => {
+      sentAtAnswer ??= sent;
+      text += d;
+      if (sent >= size && text.endsWith('}')) finish();
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => (writeError ??= err.code));
+    socket.on('close', finish);
+    const length = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`;
+    socket.write(`POST /events HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\n${length}\r\n\r\n`);
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const timer = setInterval(() => {
+      if (sent >= size || socket.destroyed) return;
+      if (framing === 'chunked') socket.write(`${chunk.length.toString(16)}\r\n`);
+      socket.write(chunk);
+      sent += chunk.length;
+      if (framing === 'chunked') socket.write(sent >= size ? '\r\n0\r\n\r\n' : '\r\n');
+      if (sent >= size && text.endsWith('}')) finish();
+    }, 2);
+  });
+}
+
+for (const framing of ['content-length', 'chunked'] as const) {
+  test.serial(`a client still sending a body over the limit (${framing}) gets its 413, not a broken connection`, async (t) => {
+    const size = 2 * 1024 * 1024; // 32 times the limit: far more than socket buffers hold
+    const answer = await sendOversized(size, framing);
+    t.is(answer.writeError, undefined, 'every byte of the body could be sent');
+    // Answered earlier, the connection closes under a client still sending, which then often
+    // sees its own write fail instead of the answer.
+    t.is(answer.sentAtAnswer, size, 'answered once the whole body was sent');
+    t.regex(answer.text, /^HTTP\/1\.1 413 /);
+    t.true(answer.text.endsWith('{"accepted":[],"rejected":[],"statusCode":413,"error":"Payload Too Large","message":"Request body is too large"}'));
+  });
+}
 
 test.serial('JSON with a charset is JSON; a NUL in the path is refused like one in the body', async (t) => {
   const charset = await postRaw(JSON.stringify(makeEvent(1, { eventId: 'charset-1' })), 'application/json; charset=utf-8');
