@@ -1,9 +1,9 @@
 import { html, useState } from '../lib.js';
 import { api, get, seg } from '../api.js';
-import { Check, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, TextInput, splitList, useLoad, when } from '../ui.js';
+import { Check, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Select, Table, TextInput, splitList, useLoad, when } from '../ui.js';
 
 /** The new key, shown once: it lives in this component only and is gone once dismissed. */
-function NewKey({ application, apiKey, onDone }) {
+function NewKey({ application, apiKey, rolled, onDone }) {
   const [copied, setCopied] = useState();
   const copy = async () => {
     try {
@@ -14,8 +14,13 @@ function NewKey({ application, apiKey, onDone }) {
     }
   };
   return html`<div class="card newkey" role="region" aria-labelledby="newkey-title">
-    <h2 id="newkey-title">API key of ${application.name}</h2>
+    <h2 id="newkey-title">${rolled ? 'Replacement API key' : 'API key'} of ${application.name}</h2>
     <p>This key is shown <strong>once</strong>. The vault keeps only its hash: store it now.</p>
+    ${rolled
+      ? html`<p>${application.previousKeyValidUntil
+          ? html`The key it replaces keeps working until ${when(application.previousKeyValidUntil)} UTC: move the service over before then.`
+          : 'The key it replaces no longer works.'}</p>`
+      : null}
     <div class="keybox">
       <label for="new-api-key" class="sr-only">New API key</label>
       <input id="new-api-key" class="mono" readOnly value=${apiKey} onFocus=${(e) => e.currentTarget.select()} />
@@ -26,6 +31,66 @@ function NewKey({ application, apiKey, onDone }) {
   </div>`;
 }
 
+const KEEP_PREVIOUS = [
+  { value: '0', label: 'No: it stops now' },
+  { value: '3600', label: 'For 1 hour' },
+  { value: '86400', label: 'For 1 day' },
+  { value: '604800', label: 'For 7 days' },
+];
+
+/**
+ * Changes an application in place, and rolls its key: its id, and so its history in the
+ * activity log, stays. A new application for a new key would start a second history.
+ */
+function EditApplication({ application, onSaved, onRolled, onClose }) {
+  const [name, setName] = useState(application.name);
+  const [attributes, setAttributes] = useState(application.attributes.join(', '));
+  const [isAdmin, setIsAdmin] = useState(application.admin);
+  const [keep, setKeep] = useState('0');
+  const [error, setError] = useState();
+  const save = async (e) => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      const answer = await api('PATCH', `/applications/${seg(application.id)}`, { body: { name: name.trim(), attributes: splitList(attributes), admin: isAdmin } });
+      onSaved(answer.data);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const roll = async () => {
+    setError(undefined);
+    try {
+      const answer = await api('POST', `/applications/${seg(application.id)}/key`, { body: { keepPreviousForSeconds: Number(keep) } });
+      onRolled(answer.data);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<form class="card" onSubmit=${save} aria-labelledby="edit-app">
+    <h2 id="edit-app">Change ${application.name}</h2>
+    <p class="muted small">Its id and its history in the activity log stay. Every vault process applies a change within a second.</p>
+    <div class="row">
+      <${TextInput} id="edit-app-name" label="Name" value=${name} onInput=${setName} required />
+      <${TextInput} id="edit-app-attributes" label="Attributes" hint="Comma-separated keys, or * for all" value=${attributes} onInput=${setAttributes} />
+    </div>
+    <${Check} id="edit-app-admin" label="Administrator (manages the registry, rules and applications)" checked=${isAdmin} onChange=${setIsAdmin} />
+    <div class="actions">
+      <button type="submit" class="primary" disabled=${!name.trim()}>Save changes</button>
+      <button type="button" onClick=${onClose}>Close</button>
+    </div>
+    <h3>API key</h3>
+    <p class="muted small">A new key is shown once. Roll it when a key may have leaked, or on your rotation schedule.</p>
+    <div class="row">
+      <${Select} id="edit-app-keep" label="Does the old key keep working?" value=${keep} onChange=${setKeep} options=${KEEP_PREVIOUS} />
+    </div>
+    <div class="actions">
+      <${ConfirmButton} label="Roll key" ariaLabel=${`Roll the key of ${application.name}`} confirm="Yes, issue a new key" onConfirm=${roll} />
+    </div>
+    <${ErrorBox} error=${error} intoView />
+  </form>`;
+}
+
 export function Applications({ admin }) {
   const apps = useLoad(() => get('/applications'));
   const [name, setName] = useState('');
@@ -34,6 +99,7 @@ export function Applications({ admin }) {
   const [created, setCreated] = useState();
   const [error, setError] = useState();
   const [notice, setNotice] = useState();
+  const [editing, setEditing] = useState();
 
   const create = async (e) => {
     e.preventDefault();
@@ -62,6 +128,23 @@ export function Applications({ admin }) {
   return html`<section>
     <${PageTitle} sub="Who may call the vault, and which attributes each may touch.">Applications</${PageTitle}>
     ${created ? html`<${NewKey} ...${created} onDone=${() => setCreated(undefined)} />` : null}
+    ${editing
+      ? html`<${EditApplication}
+          key=${editing.id}
+          application=${editing}
+          onClose=${() => setEditing(undefined)}
+          onSaved=${(changed) => {
+            setEditing(undefined);
+            setNotice(`${changed.name} saved.`);
+            apps.reload();
+          }}
+          onRolled=${(rolled) => {
+            setEditing(undefined);
+            setCreated({ application: rolled, apiKey: rolled.apiKey, rolled: true });
+            apps.reload();
+          }}
+        />`
+      : null}
     <${ErrorBox} error=${apps.error} admin=${!admin} />
     <${Notice} intoView>${notice}</${Notice}>
     ${apps.loading && !apps.data ? html`<${Loading} />` : null}
@@ -74,7 +157,13 @@ export function Applications({ admin }) {
             { label: 'Attributes', render: (a) => fmt(a.attributes) },
             { label: 'Admin', key: 'admin' },
             { label: 'Created', render: (a) => when(a.createdDate ?? a.created) },
-            { label: 'Actions', render: (a) => html`<${ConfirmButton} label="Delete" ariaLabel=${`Delete ${a.name}`} confirm=${`Yes, delete ${a.name}`} onConfirm=${() => remove(a)} />` },
+            {
+              label: 'Actions',
+              render: (a) => html`<span class="actions-inline">
+                <button type="button" aria-label=${`Change ${a.name}`} onClick=${() => (setNotice(undefined), setEditing(a))}>Change</button>
+                <${ConfirmButton} label="Delete" ariaLabel=${`Delete ${a.name}`} confirm=${`Yes, delete ${a.name}`} onConfirm=${() => remove(a)} />
+              </span>`,
+            },
           ]}
           rows=${apps.data}
           empty="No applications."

@@ -1,0 +1,93 @@
+/**
+ * An administrator changes an application and rolls its key in the console: the application
+ * keeps its id, the new key is shown once, and the old one stops or keeps working as chosen.
+ */
+import test from 'ava';
+import type { Page } from 'playwright-core';
+import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { callVault } from '../core/src/testing/process.js';
+
+let session: ConsoleSession;
+let page: Page;
+
+test.before(async () => {
+  session = await openConsoleSession();
+  page = session.page;
+  await page.goto(`${session.vault.url}/console`);
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+});
+test.after.always(async () => session?.close());
+
+/** The applications page, loaded afresh (the same hash again would not reload its list). */
+async function openApplications(): Promise<void> {
+  await session.go('overview', 'Overview');
+  await session.go('applications', 'Applications');
+}
+
+const signsIn = async (apiKey: string) => (await fetch(`${session.vault.url}/entitytypes`, { headers: { authorization: `Bearer ${apiKey}` } })).status === 200;
+
+test.serial('an application is changed in place: same id, new attributes', async (t) => {
+  const created = await callVault(session.vault, 'POST', '/applications', { name: 'billing', attributes: ['EMAIL'] });
+  const { id, apiKey } = created.body.data;
+  await openApplications();
+  await page.getByRole('button', { name: 'Change billing' }).click();
+  const form = page.getByRole('form', { name: 'Change billing' });
+  await form.getByLabel('Name').fill('billing desk');
+  await form.getByLabel('Attributes').fill('EMAIL, NAME');
+  await session.shot('applications-change');
+  await form.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByRole('status').filter({ hasText: 'billing desk saved.' }).waitFor();
+  await page.getByRole('cell', { name: 'billing desk', exact: true }).waitFor();
+
+  const after = await callVault(session.vault, 'GET', `/applications/${id}`);
+  t.like(after.body.data, { id, name: 'billing desk', attributes: ['EMAIL', 'NAME'], admin: false });
+  t.true(await signsIn(apiKey), 'the key stays');
+});
+
+test.serial("the last admin's rights cannot be taken away: the vault's 409 is shown", async (t) => {
+  await openApplications();
+  await page.getByRole('button', { name: 'Change admin' }).click();
+  const form = page.getByRole('form', { name: 'Change admin' });
+  await form.getByLabel(/Administrator/).uncheck();
+  await form.getByRole('button', { name: 'Save changes' }).click();
+  await form.getByRole('alert').filter({ hasText: '409 Cannot demote the last admin application' }).waitFor();
+  t.true(await signsIn(session.vault.adminKey));
+});
+
+test.serial('a key is rolled; the old one keeps working for the hour chosen, and the new one is shown once', async (t) => {
+  const created = await callVault(session.vault, 'POST', '/applications', { name: 'crm', attributes: ['*'] });
+  const { id, apiKey: oldKey } = created.body.data;
+  await openApplications();
+  await page.getByRole('button', { name: 'Change crm' }).click();
+  const form = page.getByRole('form', { name: 'Change crm' });
+  await form.getByLabel('Does the old key keep working?').selectOption('3600');
+  await form.getByRole('button', { name: 'Roll the key of crm' }).click();
+  await form.getByRole('button', { name: 'Yes, issue a new key' }).click();
+
+  const keyBox = page.getByLabel('New API key');
+  await keyBox.waitFor();
+  const newKey = await keyBox.inputValue();
+  await page.getByRole('heading', { name: 'Replacement API key of crm' }).waitFor();
+  const until = (await callVault(session.vault, 'GET', `/applications/${id}`)).body.data.previousKeyValidUntil;
+  await page.getByText(`The key it replaces keeps working until ${until.replace('T', ' ').slice(0, 19)} UTC: move the service over before then.`).waitFor();
+  await session.shot('applications-rolled');
+  t.not(newKey, oldKey);
+  t.true(await signsIn(newKey));
+  t.true(await signsIn(oldKey), 'the old key works for the hour chosen');
+  t.is((await callVault(session.vault, 'GET', '/applications')).body.data.filter((a: { name: string }) => a.name === 'crm').length, 1, 'still one application');
+  await page.getByRole('button', { name: 'I have stored it' }).click();
+  t.is(await page.getByLabel('New API key').count(), 0, 'the key is shown once');
+
+  // Rolled again with the default: the key just replaced stops at once, and so does the first.
+  await page.getByRole('button', { name: 'Change crm' }).click();
+  await page.getByRole('form', { name: 'Change crm' }).getByRole('button', { name: 'Roll the key of crm' }).click();
+  await page.getByRole('button', { name: 'Yes, issue a new key' }).click();
+  await page.getByText('The key it replaces no longer works.').waitFor();
+  const third = await page.getByLabel('New API key').inputValue();
+  t.false(await signsIn(newKey));
+  t.false(await signsIn(oldKey));
+  t.true(await signsIn(third));
+  t.is((await callVault(session.vault, 'GET', `/applications/${id}`)).body.data.id, id);
+});
