@@ -69,6 +69,21 @@ test('through the proxy, the address the proxy saw is the one locked out, whatev
   t.is(other.status, 200);
 });
 
+test('behind one proxy named by a hop count (VAULT_TRUST_PROXY=1), a guesser locks out only itself', async (t) => {
+  const hops = await startTestVault({ env: { VAULT_TRUST_PROXY: '1', VAULT_AUTH_FAILURE_LIMIT: '3' } });
+  try {
+    const from = (client: string, key: string) =>
+      hops.app.inject({ url: '/entities', remoteAddress: PROXY, headers: { 'x-forwarded-for': client, authorization: `Bearer ${key}` } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await from('198.51.100.50', `bad${i}`)).statusCode);
+    t.deepEqual(statuses, [401, 401, 401, 429, 429]);
+    const other = await from('198.51.100.51', hops.adminKey);
+    t.is(other.statusCode, 200, 'another client behind the same proxy still signs in');
+  } finally {
+    await hops.close();
+  }
+});
+
 /** How many of the entity's points search places in GB. */
 async function pointsInGb(entityId: string): Promise<number> {
   const res = await v.request('POST', '/search', { body: { query: { entityId, country: 'GB' } } });

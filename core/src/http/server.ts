@@ -53,6 +53,15 @@ function receiving(requestTimeoutMs: number): { headersTimeout?: number; connect
   return { headersTimeout: Math.min(60_000, requestTimeoutMs), connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeoutMs / 4))) };
 }
 
+/**
+ * Fastify (5.12.8 on) takes a numeric trustProxy as "believe no hop", which would make every
+ * client behind the proxy one address (one lockout for all, the proxy's location): a hop
+ * count is handed over as the rule it stands for, the last `hops` addresses are proxies.
+ */
+function proxyTrust(setting: boolean | number | string[]): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof setting === 'number' ? (_address, hop) => hop < setting : setting;
+}
+
 export async function buildServer(vault: Vault, options: ServerOptions = {}): Promise<FastifyInstance> {
   const https = vault.config.tls
     ? { key: readFileSync(vault.config.tls.keyPath), cert: readFileSync(vault.config.tls.certPath) }
@@ -62,8 +71,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     requestTimeout: vault.config.requestTimeoutMs,
     loggerInstance: options.logger === false ? undefined : (options.logger ?? vault.logger),
     bodyLimit: vault.config.bodyLimit,
-    // A hop count works at run time (Fastify's request.js) although its types omit it.
-    trustProxy: vault.config.trustProxy as boolean | string[],
+    trustProxy: proxyTrust(vault.config.trustProxy),
     // Ids in paths are caller-chosen: the route schemas bound them with their own 400, so
     // the router's limit only has to be above any URL Node accepts (16 KiB of headers).
     routerOptions: { maxParamLength: 65_536, ignoreTrailingSlash: true },
