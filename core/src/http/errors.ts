@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { storageFailure } from '../db/dialect.js';
 import { INVALID_JSON_MESSAGE } from './json.js';
@@ -6,6 +7,28 @@ import { BUSY_MESSAGE, DATABASE_UNREACHABLE_MESSAGE, isVaultError, STORAGE_FULL_
 
 export function errorBody(status: number, message: string, details?: Record<string, unknown>) {
   return { statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...details };
+}
+
+/** Node's codes for what its parser refused, and the answers Fastify gives them. */
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Client Timeout'],
+  HPE_HEADER_OVERFLOW: [431, 'Exceeded maximum allowed HTTP header size'],
+};
+
+/**
+ * Fastify's answers to a request Node's parser refused (408, 431, 400) close the connection
+ * without saying so: a keep-alive client (undici, the SDK) sent its next, unrelated request
+ * down the closed connection and got ECONNRESET. The same answers, with `Connection: close`.
+ */
+export function answerClientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Client Error'];
+  this.log.trace({ err }, `client error ${status}`);
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(status, message));
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 /**

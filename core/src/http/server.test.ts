@@ -128,6 +128,7 @@ test('a client that sends its request too slowly gets 408 and loses its connecti
   for (const answer of answers.slice(0, 2)) {
     t.regex(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
     t.deepEqual(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { error: 'Request Timeout', message: 'Client Timeout', statusCode: 408 });
+    t.regex(answer, /\r\nConnection: close\r\n/i);
   }
   t.is(answers[2], '200');
   t.false((await slow.request<{ data: Array<{ key: string }> }>('GET', '/entitytypes')).body.data.some((e) => e.key === 'SLOW_TYPE'));
@@ -163,6 +164,29 @@ test('requests the HTTP parser refuses leave no key and no value in the log, eve
   const bytes = [...lines.matchAll(/"type":"Buffer","data":\[([\d,]*)\]/g)].map((m) => Buffer.from(m[1].split(',').map(Number)).toString('latin1'));
   const logs = [lines, ...bytes].join('\n');
   for (const secret of [traced.adminKey, traced.keys.privateKey, value]) t.false(logs.includes(secret));
+});
+
+test('a request the HTTP parser refuses is answered with Connection: close, so a keep-alive client does not reuse the closed connection', async (t) => {
+  await v.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = v.app.server.address() as AddressInfo;
+  const send = (raw: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let answer = '';
+      socket.on('data', (d) => (answer += d));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', () => resolve(answer));
+      socket.write(raw);
+    });
+  const auth = `Authorization: Bearer ${v.adminKey}\r\n`;
+  const answers = [
+    // A decryption key far past the 16 KiB of headers Node takes.
+    await send(`GET /entitytypes HTTP/1.1\r\nHost: vault\r\n${auth}X-Decryption-Key: ${'A'.repeat(60_000)}\r\n\r\n`),
+    await send(`GET /entitytypes HTTP/9.9\r\nHost: vault\r\n${auth}\r\n`),
+  ];
+  t.regex(answers[0], /^HTTP\/1\.1 431 /);
+  t.regex(answers[1], /^HTTP\/1\.1 400 /);
+  for (const answer of answers) t.regex(answer.slice(0, answer.indexOf('\r\n\r\n')), /\r\nConnection: close(\r\n|$)/i);
 });
 
 test('a client still sending a body over the limit gets its 413, not a broken connection', async (t) => {

@@ -22,7 +22,7 @@ import { alertRoutes } from '../alerts/routes.js';
 import { regulationRoutes } from '../regulations/routes.js';
 import { tagRoutes } from '../tags/routes.js';
 import { installAuthentication } from './auth.js';
-import { installErrorHandling } from './errors.js';
+import { answerClientError, installErrorHandling } from './errors.js';
 import { installValidation } from './validation.js';
 import { installJsonParser } from './json.js';
 import { installProtection } from './protection.js';
@@ -72,6 +72,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     loggerInstance: options.logger === false ? undefined : (options.logger ?? vault.logger),
     bodyLimit: vault.config.bodyLimit,
     trustProxy: proxyTrust(vault.config.trustProxy),
+    clientErrorHandler: answerClientError,
     // Ids in paths are caller-chosen: the route schemas bound them with their own 400, so
     // the router's limit only has to be above any URL Node accepts (16 KiB of headers).
     routerOptions: { maxParamLength: 65_536, ignoreTrailingSlash: true },
