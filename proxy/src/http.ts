@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { findStringDefect } from './ingest/validate.js';
@@ -33,6 +34,28 @@ export const messages = {
 
 export function errorBody(statusCode: number, message: string) {
   return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
+}
+
+/** Node's codes for what its parser refused, and the answers Fastify gives them. */
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Client Timeout'],
+  HPE_HEADER_OVERFLOW: [431, 'Exceeded maximum allowed HTTP header size'],
+};
+
+/**
+ * Fastify's answers to a request Node's parser refused (408, 431, 400) close the connection
+ * without saying so, and a keep-alive client's next request down it failed with ECONNRESET:
+ * the same answers, with `Connection: close` (as the vault's, core/src/http/errors.ts).
+ */
+export function answerClientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Client Error'];
+  this.log.trace({ err }, `client error ${status}`);
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(status, message));
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 /**

@@ -107,9 +107,30 @@ test('a caller that sends its events too slowly gets 408 and loses its connectio
   });
   t.regex(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
   t.deepEqual(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { error: 'Request Timeout', message: 'Client Timeout', statusCode: 408 });
+  t.regex(answer, /\r\nConnection: close\r\n/i, 'a keep-alive client must not send its next request down this connection');
   // Meanwhile and after, others are served; the trickled event never reached the queue.
   await postEvents(sidecar.url, [makeEvent(2)]);
   await waitFor(() => vault.records.length === 1);
   await new Promise((r) => setTimeout(r, 300));
   t.is(vault.records.length, 1);
+});
+
+test('headers too large are 431 with Connection: close, so a keep-alive client does not reuse the closed connection', async (t) => {
+  const prefix = uniquePrefix('server-431');
+  const sidecar = await startTestSidecar({ apiKey: 'k', vaultUrl: `http://127.0.0.1:${await freePort()}`, prefix });
+  t.teardown(async () => {
+    await sidecar.close();
+    await cleanupRedis(prefix);
+  });
+  const { hostname, port } = new URL(sidecar.url);
+  const answer = await new Promise<string>((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    socket.on('data', (d) => (received += d));
+    socket.on('close', () => resolve(received));
+    socket.on('error', () => resolve(received));
+    socket.write(`POST /events HTTP/1.1\r\nHost: sidecar\r\nAuthorization: Bearer ${'t'.repeat(60_000)}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]`);
+  });
+  t.regex(answer, /^HTTP\/1\.1 431 /);
+  t.regex(answer.slice(0, answer.indexOf('\r\n\r\n')), /\r\nConnection: close(\r\n|$)/i);
 });

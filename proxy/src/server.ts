@@ -5,7 +5,7 @@ import { registerDeadLetterRoutes } from './delivery/dead-letter-routes.js';
 import type { DeadLetterQueue } from './delivery/dead-letters.js';
 import type { DeliveryWorker } from './delivery/worker.js';
 import { installIngestAuth } from './auth.js';
-import { describeFailure, discardBody, errorBody, installJsonParser, receiving } from './http.js';
+import { answerClientError, describeFailure, discardBody, errorBody, installJsonParser, receiving } from './http.js';
 import { registerIngestRoutes } from './ingest/routes.js';
 import type { SidecarMetrics } from './metrics.js';
 import { withTimeout } from './queue/connection.js';
@@ -28,6 +28,7 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     loggerInstance: log.child({ component: 'http' }, { level: log.levelVal > 40 ? log.level : 'warn' }) as FastifyBaseLogger,
     bodyLimit: config.bodyLimit,
     forceCloseConnections: 'idle',
+    clientErrorHandler: answerClientError,
     ...receiving(config.requestTimeoutMs),
   });
 
