@@ -1,4 +1,5 @@
 import test from 'ava';
+import type { AddressInfo } from 'node:net';
 import { CompiledQuery, sql } from 'kysely';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { fuzzRoutes } from '../testing/fuzz.js';
@@ -261,6 +262,34 @@ test('concurrent appenders keep one linear chain', async (t) => {
   t.deepEqual(rows.map((r) => Number(r.sequence)), Array.from({ length: 150 }, (_, i) => i + 1), 'sequences 1..n without gaps');
   const verify = await fresh.request('GET', '/activity/verify');
   t.deepEqual(verify.body, { data: { valid: true, records: 150, unsealed: 0, lastSequence: 150, lastHash: sealed.lastHash } });
+});
+
+test('verifying a long chain leaves the vault answering other requests meanwhile', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  // Ten pages of the verifier's reads.
+  for (let i = 0; i < 2; i++) {
+    const res = await fresh.request('POST', '/auditlogs/bulk', { body: Array.from({ length: 10_000 }, (_, j) => ({ eventType: 'READ', dataPointId: `long/${i}/${j}`, subjectId: `long-${j % 50}`, data: { attribute: EMAIL }, applicationId: 'crm' })) });
+    t.is(res.status, 200);
+  }
+  await fresh.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = fresh.app.server.address() as AddressInfo;
+  let verified = false;
+  const verify = fetch(`http://127.0.0.1:${port}/activity/verify`, { headers: { authorization: `Bearer ${fresh.adminKey}` } }).then(async (res) => {
+    verified = true;
+    return { status: res.status, body: await res.json() };
+  });
+  // Health checks one after another while the chain is checked: each is answered only when
+  // the vault's event loop is free.
+  let answeredMeanwhile = 0;
+  while (!verified) {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    await res.arrayBuffer();
+    if (!verified) answeredMeanwhile += 1;
+  }
+  t.like(await verify, { status: 200, body: { data: { valid: true, records: 20_000 } } });
+  t.true(answeredMeanwhile >= 2, `${answeredMeanwhile} health checks answered while the chain was verified`);
 });
 
 test('the database refuses edits and deletes of the log, and edits of records waiting to be sealed', async (t) => {

@@ -151,6 +151,9 @@ export async function verifyActivityChain(db: Kysely<Database>, expectedHead?: C
       .limit(VERIFY_PAGE)
       .execute();
     if (page.length === 0) break;
+    // SQLite answers synchronously: without a turn of the event loop between pages, every other
+    // request waited for the whole chain (seconds per hundred thousand records).
+    if (after !== Number.MIN_SAFE_INTEGER) await new Promise((resolve) => setImmediate(resolve));
     for (const row of page) {
       const sequence = Number(row.sequence);
       const { hash, ...fields } = row;
