@@ -3,6 +3,18 @@ import { connect, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 
+/** Sends `raw` on a socket of its own and resolves with everything answered until it closes. */
+function rawExchange(port: number, raw: string, how: 'end' | 'write'): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (d) => (answer += d));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', () => resolve(answer));
+    if (how === 'end') socket.end(raw);
+    else socket.write(raw);
+  });
+}
 let v: TestVault;
 test.before(async () => {
   v = await startTestVault({ env: { VAULT_BODY_LIMIT: '65536' } });
@@ -139,15 +151,7 @@ test('requests the HTTP parser refuses leave no key and no value in the log, eve
   t.teardown(() => traced.close());
   await traced.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = traced.app.server.address() as AddressInfo;
-  const send = (raw: string) =>
-    new Promise<string>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      let answer = '';
-      socket.on('data', (d) => (answer += d));
-      socket.on('close', () => resolve(answer));
-      socket.on('error', () => resolve(answer));
-      socket.end(raw);
-    });
+  const send = (raw: string) => rawExchange(port, raw, 'end');
   const value = `chunk-leak-${randomBytes(6).toString('hex')}@example.org`;
   const auth = `Authorization: Bearer ${traced.adminKey}\r\nX-Decryption-Key: ${traced.keys.privateKey}\r\n`;
   const answers = [
@@ -169,15 +173,8 @@ test('requests the HTTP parser refuses leave no key and no value in the log, eve
 test('a request the HTTP parser refuses is answered with Connection: close, so a keep-alive client does not reuse the closed connection', async (t) => {
   await v.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = v.app.server.address() as AddressInfo;
-  const send = (raw: string) =>
-    new Promise<string>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      let answer = '';
-      socket.on('data', (d) => (answer += d));
-      socket.on('close', () => resolve(answer));
-      socket.on('error', () => resolve(answer));
-      socket.write(raw);
-    });
+  // Written, not ended: the server, not the client, must be the one to close.
+  const send = (raw: string) => rawExchange(port, raw, 'write');
   const auth = `Authorization: Bearer ${v.adminKey}\r\n`;
   const answers = [
     // A decryption key far past the 16 KiB of headers Node takes.
