@@ -16,6 +16,8 @@ export interface ActivityRecord {
   attribute?: string;
   applicationId: string;
   applicationUser?: string;
+  /** The id of the application whose key delivered it. */
+  recordedBy: string;
 }
 
 export class RealVault {

@@ -177,6 +177,62 @@ test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost
   t.true(await chainIsValid());
 });
 
+test.serial("real vault: the sidecar's key rolled while a batch awaits its answer: restarted with the new key, nothing recorded twice", async (t) => {
+  const prefix = uniquePrefix('e2e-roll');
+  const applicationId = app('roll');
+  const sidecarApp = await vault.call('POST', '/applications', { name: 'sidecar', attributes: ['*'] });
+  t.is(sidecarApp.status, 201);
+  const { id: sidecarId, apiKey: oldKey } = sidecarApp.body.data;
+  // As in the SIGKILL test: the vault records each bulk at once and its answer is held back.
+  const delay = new AnswerDelay(vault.url);
+  const delayUrl = await delay.start();
+  delay.holdMs = 400;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env = {
+    SIDECAR_API_KEY: oldKey, SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: String(port), SIDECAR_PREFIX: prefix, REDIS_URL: sharedRedisUrl,
+    SIDECAR_BATCH_SIZE: '100', SIDECAR_BATCH_MS: '20', SIDECAR_LOCK_MS: '2000', SIDECAR_RETRY_BASE_MS: '20', SIDECAR_RETRY_MAX_MS: '200',
+    SIDECAR_LOG_LEVEL: 'warn',
+  };
+  const children: SpawnedSidecar[] = [];
+  t.teardown(async () => {
+    for (const c of children) await stopChild(c.child);
+    await delay.stop();
+    await cleanupRedis(prefix);
+  });
+  const untilDelivering = () =>
+    waitFor(async () => {
+      const r = await getJson(`${url}/readyz`);
+      return r.status === 200 && r.body.worker === 'delivering';
+    }, { timeoutMs: 60_000, message: 'sidecar delivering' });
+
+  const first = spawnSidecar(env);
+  children.push(first);
+  await untilDelivering();
+  const ids = await postStores(url, applicationId, 20, 50);
+  await waitFor(() => delay.forwarded >= 2 && delay.inFlight > 0, { message: 'a recorded batch awaiting its answer' });
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const before = (await vault.activity(applicationId)).length;
+  t.true(before > 0 && before < ids.length, `stopped mid-way (${before} of ${ids.length} recorded)`);
+
+  // The operator rolls the key, ending the old one at once, and restarts the sidecar with the new one.
+  const rolled = await vault.call('POST', `/applications/${sidecarId}/key`, {});
+  t.is(rolled.status, 200);
+  t.is(rolled.body.data.id, sidecarId);
+  delay.holdMs = 0;
+  const second = spawnSidecar({ ...env, SIDECAR_API_KEY: rolled.body.data.apiKey });
+  children.push(second);
+  await untilDelivering();
+  const log = await recorded(applicationId, ids.length);
+  t.is(new Set(log).size, log.length, 'nothing recorded twice');
+  t.deepEqual(log, ids, 'nothing lost, acceptance order kept');
+  t.true([...delay.sent.values()].some((n) => n > 1), 'the unacknowledged batch was sent again, under the new key, and recognised');
+  const records = await vault.activity(applicationId);
+  t.true(records.every((r) => r.recordedBy === sidecarId), 'every record names the same application');
+  t.true(await chainIsValid());
+});
+
 test.serial('real vault: Redis restarted (AOF): nothing accepted lost, 503 and never 202 while it is away', async (t) => {
   const applicationId = app('redis');
   const redis = await OwnRedis.started('sidecar-e2e-redis');
