@@ -214,3 +214,32 @@ test('a client still sending a body over the limit gets its 413, not a broken co
   t.regex(answer.text, /^HTTP\/1\.1 413 /);
   t.true(answer.text.endsWith('{"statusCode":413,"error":"Payload Too Large","message":"Request body is too large"}'));
 });
+
+test('a client that asks before sending a body over the limit (Expect: 100-continue) is told 413 at once; one within it is let through', async (t) => {
+  await v.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = v.app.server.address() as AddressInfo;
+  const head = (length: number) =>
+    `POST /entitytypes HTTP/1.1\r\nHost: vault\r\nAuthorization: Bearer ${v.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+  // The headers only: had the vault said 100 Continue, it would wait for a body that never comes.
+  const refused = await rawExchange(port, head(2 * 1024 * 1024), 'write');
+  t.regex(refused, /^HTTP\/1\.1 413 /);
+  t.notRegex(refused, /100 Continue/);
+  t.regex(refused, /\r\nconnection: close\r\n/i);
+  t.true(refused.endsWith('{"statusCode":413,"error":"Payload Too Large","message":"Request body is too large"}'));
+
+  const key = `CONTINUE_${randomBytes(3).toString('hex').toUpperCase()}`;
+  const body = JSON.stringify({ key, name: 'Asked first' });
+  const accepted = await new Promise<string>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (d) => {
+      answer += d;
+      if (answer === 'HTTP/1.1 100 Continue\r\n\r\n') socket.write(body);
+      else if (/\r\n\r\n\{.*\}$/s.test(answer)) socket.end();
+    });
+    socket.on('close', () => resolve(answer));
+    socket.write(head(Buffer.byteLength(body)));
+  });
+  t.regex(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 20[01] /);
+  t.is((await v.request('GET', '/entitytypes')).body.data.filter((e: { key: string }) => e.key === key).length, 1);
+});

@@ -22,7 +22,7 @@ import { alertRoutes } from '../alerts/routes.js';
 import { regulationRoutes } from '../regulations/routes.js';
 import { tagRoutes } from '../tags/routes.js';
 import { installAuthentication } from './auth.js';
-import { answerClientError, installErrorHandling } from './errors.js';
+import { answerClientError, installErrorHandling, refuseOversizedContinue } from './errors.js';
 import { installValidation } from './validation.js';
 import { installJsonParser } from './json.js';
 import { installProtection } from './protection.js';
@@ -94,6 +94,8 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
         'failed-login lockout and fool geolocation rules. Set it to the proxy\'s address (or CIDR), or a hop count.',
     );
   }
+
+  refuseOversizedContinue(app.server, vault.config.bodyLimit, app.log);
 
   // Only JSON bodies: anything else is a 415 rather than a guess.
   app.removeContentTypeParser('text/plain');
