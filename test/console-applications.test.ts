@@ -2,6 +2,7 @@
  * An administrator changes an application and rolls its key in the console: the application
  * keeps its id, the new key is shown once, and the old one stops or keeps working as chosen.
  */
+import { readFileSync } from 'node:fs';
 import test from 'ava';
 import type { Page } from 'playwright-core';
 import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
@@ -90,4 +91,28 @@ test.serial('a key is rolled; the old one keeps working for the hour chosen, and
   t.false(await signsIn(oldKey));
   t.true(await signsIn(third));
   t.is((await callVault(session.vault, 'GET', `/applications/${id}`)).body.data.id, id);
+});
+
+test.serial("an administrator's key limited to some attributes exports a subject as partial, and says why", async (t) => {
+  for (const key of ['NOTE', 'PHONE']) t.is((await callVault(session.vault, 'POST', '/attributes', { key, schema: 'string' })).status, 201);
+  const stored = await callVault(session.vault, 'POST', '/entities/ann/attributes', { data: [{ attribute: 'NOTE', value: 'Tea' }, { attribute: 'PHONE', value: '555 0100' }] }, { 'x-encryption-key': session.vault.keys.publicKey });
+  t.is(stored.status, 200);
+  const limitedAdmin = (await callVault(session.vault, 'POST', '/applications', { name: 'auditor', attributes: ['NOTE'], admin: true })).body.data.apiKey;
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').fill(limitedAdmin);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  await page.getByText('Administrator key').waitFor();
+  await session.go('subjects/ann', 'Subject ann');
+  await page.getByRole('region', { name: 'Data points of the subject' }).getByRole('cell', { name: 'NOTE', exact: true }).waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+  const report = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+  t.deepEqual(report.dataPoints.map((p: { attribute: string }) => p.attribute), ['NOTE']);
+  t.not(report.activity, null, 'an administrator reads the activity');
+  t.false(report.complete, 'PHONE is left out, so the export is no complete answer');
+  t.is(report.limitations.length, 2);
+  t.regex(report.limitations[0], /^Data points limited to the attributes this API key may read/);
+  t.regex(report.limitations[1], /^Values not included/);
+  await page.getByRole('status').filter({ hasText: 'This export is partial' }).waitFor();
 });

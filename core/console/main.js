@@ -41,6 +41,9 @@ function useRoute() {
   return route;
 }
 
+/** What the signed-in key may do, as the vault says of its own application. */
+const whoFrom = (application) => ({ admin: application.admin, allAttributes: application.attributes.includes('*') });
+
 function SignIn({ onSignedIn, reason }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState();
@@ -50,9 +53,9 @@ function SignIn({ onSignedIn, reason }) {
     setBusy(true);
     setError(undefined);
     try {
-      const stats = await api('GET', '/stats', { apiKey: key.trim() });
+      const me = await api('GET', '/applications/me', { apiKey: key.trim() });
       session.signIn(key.trim());
-      onSignedIn({ admin: stats.data.applications !== null });
+      onSignedIn(whoFrom(me.data));
     } catch (err) {
       setError(err);
     } finally {
@@ -74,8 +77,8 @@ function SignIn({ onSignedIn, reason }) {
   </main>`;
 }
 
-function Page({ route, admin }) {
-  const props = { admin, id: route.id };
+function Page({ route, admin, allAttributes }) {
+  const props = { admin, allAttributes, id: route.id };
   switch (route.page) {
     case 'subjects':
       return route.id ? html`<${Subject} key=${route.id} ...${props} />` : html`<${Subjects} ...${props} />`;
@@ -113,9 +116,9 @@ function App() {
   // A reload keeps the tab's session: ask the vault again what this key may do.
   useEffect(() => {
     if (!session.apiKey()) return;
-    api('GET', '/stats')
-      .then((r) => setWho({ admin: r.data.applications !== null }))
-      .catch((err) => err instanceof ApiError && err.status === 401 ? signOut() : setWho({ admin: false }))
+    api('GET', '/applications/me')
+      .then((r) => setWho(whoFrom(r.data)))
+      .catch((err) => err instanceof ApiError && err.status === 401 ? signOut() : setWho({ admin: false, allAttributes: false }))
       .finally(() => setChecking(false));
   }, []);
   useEffect(() => {
@@ -136,7 +139,7 @@ function App() {
         ${NAV.map(([page, label]) => html`<li><a href=${`#/${page}`} aria-current=${route.page === page ? 'page' : undefined}>${label}</a></li>`)}
       </ul>
     </nav>
-    <main id="main" tabindex="-1"><${Page} route=${route} admin=${who.admin} /></main>
+    <main id="main" tabindex="-1"><${Page} route=${route} admin=${who.admin} allAttributes=${who.allAttributes} /></main>
   </div>`;
 }
 

@@ -398,6 +398,11 @@ export class ApplicationApi {
     return this.send({ method: 'GET', path: '/applications', idempotent: true, signal: options.signal });
   }
 
+  /** The application whose key this client holds: its attributes and admin flag. Any key may ask. */
+  me(options: CallOptions = {}): Promise<Application> {
+    return this.send({ method: 'GET', path: '/applications/me', idempotent: true, signal: options.signal });
+  }
+
   get(id: string, options: CallOptions = {}): Promise<Application> {
     return this.send({ method: 'GET', path: `/applications/${seg(id)}`, idempotent: true, signal: options.signal });
   }

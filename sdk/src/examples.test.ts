@@ -309,6 +309,7 @@ test.serial('applications', async (t) => {
   // billing.apiKey is shown this once: put it in the billing service's secrets.
   const billingClient = new VaultClient({ url: process.env.VAULT_URL!, apiKey: billing.apiKey, ...(await loadKeysFromEnv()) });
   const apps = await vault.applications.list();
+  const whoAmI = await billingClient.applications.me(); // any key may ask which application it is
   // Change it in place: its id, its key and what the activity log says it did stay.
   const widened = await vault.applications.update(billing.id, { attributes: ['EMAIL', 'ADDRESS', 'PHONE'] });
   // A new key; the old one keeps signing in for an hour while the service moves over.
@@ -318,6 +319,7 @@ test.serial('applications', async (t) => {
   // example:end
   t.like(billing, { name: 'billing', admin: false, attributes: ['EMAIL', 'ADDRESS'] });
   t.true(apps.some((a) => a.id === billing.id));
+  t.like(whoAmI, { id: billing.id, attributes: ['EMAIL', 'ADDRESS'], admin: false });
   t.like(widened, { id: billing.id, attributes: ['EMAIL', 'ADDRESS', 'PHONE'] });
   t.is(rolled.id, billing.id);
   t.not(rolled.apiKey, billing.apiKey);

@@ -23,7 +23,7 @@ function showValue(value) {
   return html`<span class="value">${typeof value === 'string' ? value : JSON.stringify(value)}</span>`;
 }
 
-export function Subject({ id, admin }) {
+export function Subject({ id, admin, allAttributes }) {
   const subject = useLoad(() => get(`/datasubjects/${seg(id)}`), [id]);
   const points = useLoad(() => allPoints(id), [id]);
   const activity = useLoad(() => get('/activity', { subjectId: id, order: 'newest', count: ACTIVITY_SHOWN }), [id]);
@@ -86,7 +86,7 @@ export function Subject({ id, admin }) {
       const unrevealed = values ? roots.filter((p) => !values.has(p.dataPointId)).length : roots.length;
       const limitations = [
         ...(history === null ? ["Activity history not included: only an administrator's API key may read the activity log, and this key is not one."] : []),
-        ...(admin ? [] : ['Data points limited to the attributes this API key may read: an application key may not see them all.']),
+        ...(allAttributes ? [] : ['Data points limited to the attributes this API key may read: its application may not see them all.']),
         ...(unrevealed ? [`Values not included for ${unrevealed} of ${roots.length} data point${roots.length === 1 ? '' : 's'}: reveal them with the private key first.`] : []),
       ];
       const report = {

@@ -188,3 +188,17 @@ test('hostile bodies never cause a 5xx', async (t) => {
     { method: 'POST', url: '/applications/{id}/key' },
   ]);
 });
+
+test('any key may ask which application it is, and sees only itself', async (t) => {
+  const { id, apiKey } = await createApplication({ attributes: [EMAIL] });
+  const me = await v.request('GET', '/applications/me', { apiKey });
+  t.is(me.status, 200);
+  t.like(me.body.data, { id, attributes: [EMAIL], admin: false });
+  t.is(me.body.data.apiKey, undefined);
+  const admin = await v.request('GET', '/applications/me');
+  t.like(admin.body.data, { admin: true, attributes: ['*'] });
+  t.is((await v.request('GET', `/applications/${admin.body.data.id}`, { apiKey })).status, 403, 'other applications stay an admin matter');
+  const anonymous = await v.request('GET', '/applications/me', { apiKey: null });
+  t.is(anonymous.status, 401);
+  t.is(anonymous.body.message, 'Unauthorized');
+});

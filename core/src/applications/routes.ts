@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
@@ -54,7 +54,22 @@ const rollKeyBody = {
 
 export const applicationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vault }) => {
   const tags = ['applications'];
-  app.addHook('preHandler', async (request) => requireAdmin(request.caller));
+
+  // Any key may ask who it is: a client (the console, a service checking its deployment) learns
+  // what it may do without trying, and without an admin's key.
+  app.get(
+    '/applications/me',
+    { schema: { tags, summary: 'The calling application: its name, attributes and admin flag', response: { 200: envelope(application) } } },
+    async (request) => ({ data: await vault.applications.get(request.caller.applicationId) }),
+  );
+
+  await app.register(async (admin) => {
+    admin.addHook('preHandler', async (request) => requireAdmin(request.caller));
+    await adminRoutes(admin, vault, tags);
+  });
+};
+
+async function adminRoutes(app: FastifyInstance, vault: Vault, tags: string[]): Promise<void> {
 
   app.post<{ Body: CreateApplicationInput }>(
     '/applications',
@@ -118,4 +133,4 @@ export const applicationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (ap
       return { data: 'Successfully Deleted Application' };
     },
   );
-};
+}
