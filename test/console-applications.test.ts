@@ -8,6 +8,9 @@ import type { Page } from 'playwright-core';
 import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
 import { callVault } from '../core/src/testing/process.js';
 
+// The one browser global used in a page function (the project's types are Node's).
+declare const document: { documentElement: { scrollWidth: number; clientWidth: number } };
+
 let session: ConsoleSession;
 let page: Page;
 
@@ -80,6 +83,8 @@ test.serial('a key is rolled; the old one keeps working for the hour chosen, and
   t.is((await callVault(session.vault, 'GET', '/applications')).body.data.filter((a: { name: string }) => a.name === 'crm').length, 1, 'still one application');
   await page.getByRole('button', { name: 'I have stored it' }).click();
   t.is(await page.getByLabel('New API key').count(), 0, 'the key is shown once');
+  // The list says which applications still accept a replaced key, and until when.
+  await page.getByRole('row', { name: /crm/ }).getByText(`old key until ${until.replace("T", " ").slice(0, 19)}`).waitFor();
 
   // Rolled again with the default: the key just replaced stops at once, and so does the first.
   await page.getByRole('button', { name: 'Change crm' }).click();
@@ -115,4 +120,16 @@ test.serial("an administrator's key limited to some attributes exports a subject
   t.regex(report.limitations[0], /^Data points limited to the attributes this API key may read/);
   t.regex(report.limitations[1], /^Values not included/);
   await page.getByRole('status').filter({ hasText: 'This export is partial' }).waitFor();
+});
+
+test.serial('on a phone-wide window the applications, their actions and a kept old key fit', async (t) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  t.teardown(() => page.setViewportSize({ width: 1280, height: 800 }));
+  const { id } = (await callVault(session.vault, 'POST', '/applications', { name: 'warehouse', attributes: ['NOTE', 'PHONE'] })).body.data;
+  t.is((await callVault(session.vault, 'POST', `/applications/${id}/key`, { keepPreviousForSeconds: 86400 })).status, 200);
+  await openApplications();
+  await page.getByText(/^old key until/).waitFor();
+  await session.shot('applications-narrow');
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  t.is(overflow, 0, 'the page is no wider than the window');
 });

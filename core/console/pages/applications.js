@@ -152,7 +152,12 @@ export function Applications({ admin }) {
       ? html`<${Table}
           caption="Applications"
           columns=${[
-            { label: 'Name', key: 'name' },
+            {
+              label: 'Name',
+              render: (a) => html`${a.name}${a.previousKeyValidUntil
+                ? html`<div class="muted small">old key until ${when(a.previousKeyValidUntil)}</div>`
+                : null}`,
+            },
             { label: 'Id', render: (a) => html`<span class="mono small">${a.id}</span>` },
             { label: 'Attributes', render: (a) => fmt(a.attributes) },
             { label: 'Admin', key: 'admin' },
