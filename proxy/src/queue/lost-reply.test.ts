@@ -1,7 +1,7 @@
 import { createServer, connect as netConnect, type Socket } from 'node:net';
 import test from 'ava';
 import { FakeVault } from '../testing/fake-vault.js';
-import { makeEvent, postEvents, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import { cleanupRedis, makeEvent, postEvents, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 // A TCP relay to Redis that, once armed, passes the next moveToActive on but drops its reply and
 // cuts the connection: ioredis then resends it, and without recovery the first job is orphaned.
@@ -32,8 +32,14 @@ test('a fetch whose reply was lost with the connection (Redis ran it, then went 
   const port = (server.address() as { port: number }).port;
   const vault = new FakeVault();
   await vault.start();
-  const sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix: uniquePrefix('lostreply'), redisUrl: `redis://127.0.0.1:${port}`, batchSize: 50 });
-  t.teardown(async () => { await sidecar.close(); await vault.stop(); server.close(); });
+  const prefix = uniquePrefix('lostreply');
+  const sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, redisUrl: `redis://127.0.0.1:${port}`, batchSize: 50 });
+  t.teardown(async () => {
+    await sidecar.close();
+    await vault.stop();
+    server.close();
+    await cleanupRedis(prefix);
+  });
   const accepted: string[] = [];
   let a = await postEvents(sidecar.url, [makeEvent(0)]);
   accepted.push(...a.body.accepted.map((x) => x.eventId));
