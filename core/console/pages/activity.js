@@ -64,6 +64,7 @@ export function Activity({ admin, id }) {
   const [highlight, setHighlight] = useState();
   const [version, setVersion] = useState(0);
   const [chain, setChain] = useState();
+  const [keptHead, setKeptHead] = useState('');
   const [status, setStatus] = useState();
   const [error, setError] = useState();
   const appNames = useApplicationNames(admin);
@@ -79,7 +80,8 @@ export function Activity({ admin, id }) {
     setError(undefined);
     setChain(undefined);
     try {
-      setChain(await get('/activity/verify'));
+      const head = keptHead.trim();
+      setChain(await get('/activity/verify', head ? { head } : undefined));
       setVersion((v) => v + 1);
     } catch (err) {
       setError(err);
@@ -127,6 +129,8 @@ export function Activity({ admin, id }) {
         <button type="button" onClick=${() => (setForm(EMPTY), setFilters(EMPTY), setPage(0))}>Clear</button>
         <span class="spacer"></span>
         <button type="button" onClick=${exportCsv}>Export CSV</button>
+        <label for="kept-head" class="sr-only">Kept chain head</label>
+        <input id="kept-head" class="mono kept-head" placeholder="kept head SEQUENCE:HASH (optional)" value=${keptHead} onInput=${(e) => setKeptHead(e.currentTarget.value)} />
         <button type="button" onClick=${verify}>Verify chain</button>
       </div>
     </form>

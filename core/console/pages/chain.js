@@ -3,13 +3,22 @@ import { html } from '../lib.js';
 /** What `GET /activity/verify` found, in words. */
 export function ChainState({ result, onShow }) {
   if (!result) return null;
+  // Every record verifies, yet the head kept outside the database is not among them.
+  if (result.headMatches === false && result.firstBrokenSequence === undefined) {
+    return html`<div class="chain broken" role="alert" data-chain="head-mismatch">
+      <strong>✗ The kept head does not match</strong>
+      <p>The ${result.records} sealed records verify, but the record the kept head names is not in the log as it was: records were cut off the end or rewritten from there on (or the head was not taken from this vault).</p>
+      ${result.lastHash ? html`<p>Chain head now <code>${result.lastSequence}:${result.lastHash}</code></p>` : null}
+    </div>`;
+  }
   if (result.valid) {
     return html`<div class="chain ok" role="status" data-chain="valid">
       <strong>✓ Chain intact</strong>
       <p>${result.records} sealed record${result.records === 1 ? '' : 's'} verified${result.unsealed ? `, ${result.unsealed} awaiting sealing` : ''}.</p>
+      ${result.headMatches ? html`<p><strong>✓ The kept head matches</strong>: the log still holds that record unchanged.</p>` : null}
       ${result.lastHash
         ? html`<p>Chain head <code>${result.lastSequence}:${result.lastHash}</code></p>
-            <p class="muted small">Compare it with the head kept outside the database: records cut off the end leave a valid, shorter chain that only that copy reveals (<code>vault activity verify --head SEQUENCE:HASH</code> checks a kept one).</p>`
+            <p class="muted small">Compare it with the head kept outside the database: records cut off the end leave a valid, shorter chain that only that copy reveals (enter a kept one beside Verify chain, or run <code>vault activity verify --head SEQUENCE:HASH</code>).</p>`
         : null}
     </div>`;
   }

@@ -1,0 +1,66 @@
+/**
+ * A privacy officer checks the activity log against the chain head kept outside the database,
+ * in the console: a match says so; a head the log no longer holds (records cut off the end) is
+ * reported, though every record left still verifies.
+ */
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import test from 'ava';
+import type { Page } from 'playwright-core';
+import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { callVault } from '../core/src/testing/process.js';
+
+let session: ConsoleSession;
+let page: Page;
+
+test.before(async () => {
+  session = await openConsoleSession();
+  page = session.page;
+  await callVault(session.vault, 'POST', '/attributes', { key: 'NOTE', schema: 'string' });
+  for (const subject of ['ann', 'bob', 'cy']) {
+    await callVault(session.vault, 'POST', `/entities/${subject}/attributes`, { data: [{ attribute: 'NOTE', value: `note of ${subject}` }] }, { 'x-encryption-key': session.vault.keys.publicKey });
+  }
+  await page.goto(`${session.vault.url}/console`);
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+});
+test.after.always(async () => session?.close());
+
+async function verifyWith(head: string): Promise<void> {
+  await session.go('activity', 'Activity log');
+  await page.getByLabel('Kept chain head').fill(head);
+  await page.getByRole('button', { name: 'Verify chain' }).click();
+}
+
+test.serial('a kept head the log still holds is confirmed', async (t) => {
+  const kept = (await callVault(session.vault, 'GET', '/activity/head')).body.data;
+  t.true(kept.sequence >= 3);
+  await verifyWith(`${kept.sequence}:${kept.hash}`);
+  const state = page.locator('[data-chain="valid"]');
+  await state.getByText('✓ The kept head matches').waitFor();
+  await session.shot('chain-head-matches');
+  t.pass();
+});
+
+test.serial('a head whose record was cut off the end is reported, though the rest verifies', async (t) => {
+  const kept = (await callVault(session.vault, 'GET', '/activity/head')).body.data;
+  // Someone with the database file drops the guard and removes the newest record: the shorter
+  // chain still verifies.
+  const db = new Database(join(session.dataDir, 'vault.db'));
+  db.pragma('busy_timeout = 10000');
+  db.exec('drop trigger activity_log_no_delete');
+  db.prepare('DELETE FROM activity_log WHERE sequence = ?').run(kept.sequence);
+  db.close();
+  const plain = (await callVault(session.vault, 'GET', '/activity/verify')).body.data;
+  t.true(plain.valid, 'without the kept head nothing shows');
+
+  await verifyWith(`${kept.sequence}:${kept.hash}`);
+  const alert = page.getByRole('alert').filter({ hasText: '✗ The kept head does not match' });
+  await alert.waitFor();
+  t.regex(await alert.innerText(), new RegExp(`The ${plain.records} sealed records verify`));
+  await session.shot('chain-head-mismatch');
+
+  await verifyWith('not-a-head');
+  await page.getByRole('alert').filter({ hasText: '400' }).waitFor();
+});
