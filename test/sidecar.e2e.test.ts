@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { request } from 'undici';
 import type { ExternalActivityEvent } from '../proxy/src/index.js';
 import {
@@ -127,18 +127,21 @@ test.serial('real vault: down for a while (process stopped, restarted): nothing 
   t.true(await chainIsValid());
 });
 
-test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost, nothing recorded twice', async (t) => {
-  const prefix = uniquePrefix('e2e-sigkill');
-  const applicationId = app('sigkill');
-  // The vault records each bulk at once; its answer is held back so the kill lands between
-  // "recorded by the vault" and "acknowledged to the sidecar".
+/**
+ * A sidecar delivering 1000 stores through a proxy that holds the vault's answers, SIGKILLed
+ * while a batch the vault recorded awaits its answer: the sidecar started again (with `key`)
+ * must send that batch again, and the vault must recognise it.
+ */
+async function killedAwaitingAnswer(t: ExecutionContext, label: string, key: string) {
+  const prefix = uniquePrefix(`e2e-${label}`);
+  const applicationId = app(label);
   const delay = new AnswerDelay(vault.url);
   const delayUrl = await delay.start();
   delay.holdMs = 400;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const env = {
-    SIDECAR_API_KEY: apiKey, SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: String(port), SIDECAR_PREFIX: prefix, REDIS_URL: sharedRedisUrl,
+    SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: String(port), SIDECAR_PREFIX: prefix, REDIS_URL: sharedRedisUrl,
     SIDECAR_BATCH_SIZE: '100', SIDECAR_BATCH_MS: '20', SIDECAR_LOCK_MS: '2000', SIDECAR_RETRY_BASE_MS: '20', SIDECAR_RETRY_MAX_MS: '200',
     SIDECAR_LOG_LEVEL: 'warn',
   };
@@ -148,26 +151,32 @@ test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost
     await delay.stop();
     await cleanupRedis(prefix);
   });
-  const untilDelivering = () =>
-    waitFor(async () => {
+  const start = async (apiKey: string) => {
+    children.push(spawnSidecar({ ...env, SIDECAR_API_KEY: apiKey }));
+    await waitFor(async () => {
       const r = await getJson(`${url}/readyz`);
       return r.status === 200 && r.body.worker === 'delivering';
     }, { timeoutMs: 60_000, message: 'sidecar delivering' });
+    return children[children.length - 1];
+  };
 
-  const first = spawnSidecar(env);
-  children.push(first);
-  await untilDelivering();
+  const first = await start(key);
   const ids = await postStores(url, applicationId, 20, 50);
   await waitFor(() => delay.forwarded >= 2 && delay.inFlight > 0, { message: 'a recorded batch awaiting its answer' });
   first.child.kill('SIGKILL');
   await first.exited;
   const before = (await vault.activity(applicationId)).length;
   t.true(before > 0 && before < ids.length, `killed mid-way (${before} of ${ids.length} recorded)`);
+  const restart = async (apiKey: string) => {
+    delay.holdMs = 0;
+    await start(apiKey);
+  };
+  return { applicationId, url, ids, delay, restart };
+}
 
-  delay.holdMs = 0;
-  const second = spawnSidecar(env);
-  children.push(second);
-  await untilDelivering();
+test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost, nothing recorded twice', async (t) => {
+  const { applicationId, url, ids, delay, restart } = await killedAwaitingAnswer(t, 'sigkill', apiKey);
+  await restart(apiKey);
   ids.push(...(await postStores(url, applicationId, 2, 50, 1000)));
   // The resent batch comes before the later events, so a duplicate would be inside this list.
   const log = await recorded(applicationId, ids.length);
@@ -178,52 +187,16 @@ test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost
 });
 
 test.serial("real vault: the sidecar's key rolled while a batch awaits its answer: restarted with the new key, nothing recorded twice", async (t) => {
-  const prefix = uniquePrefix('e2e-roll');
-  const applicationId = app('roll');
   const sidecarApp = await vault.call('POST', '/applications', { name: 'sidecar', attributes: ['*'] });
   t.is(sidecarApp.status, 201);
   const { id: sidecarId, apiKey: oldKey } = sidecarApp.body.data;
-  // As in the SIGKILL test: the vault records each bulk at once and its answer is held back.
-  const delay = new AnswerDelay(vault.url);
-  const delayUrl = await delay.start();
-  delay.holdMs = 400;
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env = {
-    SIDECAR_API_KEY: oldKey, SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: String(port), SIDECAR_PREFIX: prefix, REDIS_URL: sharedRedisUrl,
-    SIDECAR_BATCH_SIZE: '100', SIDECAR_BATCH_MS: '20', SIDECAR_LOCK_MS: '2000', SIDECAR_RETRY_BASE_MS: '20', SIDECAR_RETRY_MAX_MS: '200',
-    SIDECAR_LOG_LEVEL: 'warn',
-  };
-  const children: SpawnedSidecar[] = [];
-  t.teardown(async () => {
-    for (const c of children) await stopChild(c.child);
-    await delay.stop();
-    await cleanupRedis(prefix);
-  });
-  const untilDelivering = () =>
-    waitFor(async () => {
-      const r = await getJson(`${url}/readyz`);
-      return r.status === 200 && r.body.worker === 'delivering';
-    }, { timeoutMs: 60_000, message: 'sidecar delivering' });
-
-  const first = spawnSidecar(env);
-  children.push(first);
-  await untilDelivering();
-  const ids = await postStores(url, applicationId, 20, 50);
-  await waitFor(() => delay.forwarded >= 2 && delay.inFlight > 0, { message: 'a recorded batch awaiting its answer' });
-  first.child.kill('SIGKILL');
-  await first.exited;
-  const before = (await vault.activity(applicationId)).length;
-  t.true(before > 0 && before < ids.length, `stopped mid-way (${before} of ${ids.length} recorded)`);
+  const { applicationId, ids, delay, restart } = await killedAwaitingAnswer(t, 'roll', oldKey);
 
   // The operator rolls the key, ending the old one at once, and restarts the sidecar with the new one.
   const rolled = await vault.call('POST', `/applications/${sidecarId}/key`, {});
   t.is(rolled.status, 200);
   t.is(rolled.body.data.id, sidecarId);
-  delay.holdMs = 0;
-  const second = spawnSidecar({ ...env, SIDECAR_API_KEY: rolled.body.data.apiKey });
-  children.push(second);
-  await untilDelivering();
+  await restart(rolled.body.data.apiKey);
   const log = await recorded(applicationId, ids.length);
   t.is(new Set(log).size, log.length, 'nothing recorded twice');
   t.deepEqual(log, ids, 'nothing lost, acceptance order kept');
