@@ -99,18 +99,6 @@ export class Vault {
     this.indexKey = indexKey;
     this.keyring = new Keyring(this.db);
     this.opener = new ValueOpener({ threads: this.config.decryptThreads, logger: this.logger });
-    this.applications = new ApplicationService(this.db);
-    this.entityTypes = new EntityTypeService(this.db);
-    this.catalog = new DefinitionCatalog(this.db);
-    const definitionsChanged = () => this.catalog.invalidate();
-    this.tags = new TagService(this.db, () => this.rules, definitionsChanged);
-    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules, definitionsChanged);
-    this.definitions = new DefinitionService(this.db, () => this.rules, definitionsChanged);
-    this.entities = new EntityService(this.db);
-    this.search = new SearchService(this.reader, this.indexKey);
-    this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));
-    this.ruleService = new RuleService(this.db, this.logger, () => this.config.license.customRules);
-    this.rules = meterRules(new VaultRulesEngine(this.ruleService, this.alerts, this.logger), this.metrics);
     this.sealer = new ActivitySealer(this.db, this.dialect, {
       logger: this.logger,
       observeLockWait: (stage, seconds) => this.metrics.activityLockWait.observe({ stage }, seconds),
@@ -123,6 +111,18 @@ export class Vault {
       observeQueueWait: (seconds) => this.metrics.activityLockWait.observe({ stage: 'group_commit' }, seconds),
     });
     this.activity = meterActivity(appender, this.metrics);
+    this.applications = new ApplicationService(this.db, this.activity);
+    this.entityTypes = new EntityTypeService(this.db);
+    this.catalog = new DefinitionCatalog(this.db);
+    const definitionsChanged = () => this.catalog.invalidate();
+    this.tags = new TagService(this.db, () => this.rules, definitionsChanged);
+    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules, definitionsChanged);
+    this.definitions = new DefinitionService(this.db, () => this.rules, definitionsChanged);
+    this.entities = new EntityService(this.db, this.activity);
+    this.search = new SearchService(this.reader, this.indexKey);
+    this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));
+    this.ruleService = new RuleService(this.db, this.logger, () => this.config.license.customRules, this.activity);
+    this.rules = meterRules(new VaultRulesEngine(this.ruleService, this.alerts, this.logger, this.activity), this.metrics);
     this.writes = new WriteGroup(this.db, this.dialect, {
       // Half the pool: reads, the sealer and writes of their own keep connections to run on.
       shared: { concurrency: Math.max(1, Math.floor(this.config.dbPoolSize / 2)), observeGroup: (writes) => this.metrics.sharedTransactionWrites.observe(writes) },

@@ -10,6 +10,25 @@ export type Sensitivity = 'NORMAL' | 'PERSONAL' | 'SENSITIVE' | 'CONFIDENTIAL';
 
 export type EventType = 'READ' | 'STORE' | 'UPDATE' | 'DELETE';
 
+/** What the activity log holds: the data events, and `CHANGE`, an administrative change (see {@link AdministrativeChange}). */
+export type RecordType = EventType | 'CHANGE';
+
+/**
+ * A `CHANGE` record's change: an application created, changed, re-keyed or deleted, a legal
+ * hold put on or lifted (by an admin, or by the rule named in `rule`), a rule saved or
+ * deleted. Never a key.
+ */
+export interface AdministrativeChange {
+  target: 'application' | 'entity' | 'rule';
+  /** The application's id, the entity's id or the rule's key. */
+  id: string;
+  action: 'create' | 'update' | 'delete' | 'rollKey';
+  /** The values the change set. */
+  fields?: Record<string, unknown>;
+  /** The rule whose action made the change, when a rule did. */
+  rule?: string;
+}
+
 // ---------------------------------------------------------------------------------------
 // Entities
 
@@ -488,7 +507,7 @@ export interface ActivityFilter {
   subjectId?: string;
   dataPointId?: string;
   attribute?: string;
-  eventType?: EventType;
+  eventType?: RecordType;
   applicationId?: string;
   applicationUser?: string;
   from?: Timestamp | Date;
@@ -517,7 +536,7 @@ export interface ActivityRecord {
   eventId: string;
   /** This entry's place (from 1) in a read recorded as one record for several points. */
   part?: number;
-  eventType: EventType;
+  eventType: RecordType;
   subjectId?: string;
   dataPointId?: string;
   attribute?: string;
@@ -538,6 +557,8 @@ export interface ActivityRecord {
   sealed: boolean;
   /** SHA-256 over the previous record's hash and this record; absent until sealed. */
   hash?: string;
+  /** For a `CHANGE` record: what was changed, and by which rule if a rule did it. */
+  change?: AdministrativeChange;
 }
 
 /**

@@ -9,9 +9,40 @@ export function useApplicationNames(admin) {
   return loaded.data ?? new Map();
 }
 
+const yesNo = (flag) => (flag ? 'yes' : 'no');
+
+/** A CHANGE record in words: what an officer reads to learn who widened an application's access, or lifted a hold. */
+export function describeChange(change, appNames = new Map()) {
+  const f = change.fields ?? {};
+  const byRule = change.rule ? ` (rule ${change.rule})` : '';
+  if (change.target === 'entity' && change.action === 'delete') return `Subject purged: ${f.values} value${f.values === 1 ? '' : 's'} deleted, its data keys destroyed`;
+  if (change.target === 'entity') return `${f.legalHold ? 'Legal hold put on' : 'Legal hold lifted'}${byRule}`;
+  if (change.target === 'rule') return `${{ create: 'Created', update: 'Changed', delete: 'Deleted' }[change.action] ?? change.action} rule ${change.id}`;
+  const name = f.name ?? appNames.get(change.id) ?? change.id;
+  const parts = [];
+  if (f.attributes) parts.push(`attributes ${f.attributes.join(', ')}`);
+  if (f.admin !== undefined) parts.push(`admin ${yesNo(f.admin)}`);
+  const set = parts.length > 0 ? `: ${parts.join('; ')}` : '';
+  switch (change.action) {
+    case 'create':
+      return `Created application ${name}${set}`;
+    case 'update':
+      return `Changed application ${name}${f.name !== undefined ? ' (renamed)' : ''}${set}`;
+    case 'rollKey':
+      return `Rolled the key of application ${name}: ${f.previousKeyValidUntil ? `old key works until ${f.previousKeyValidUntil.replace('T', ' ').slice(0, 16)} UTC` : 'old key stopped'}`;
+    case 'delete':
+      return `Deleted application ${name}`;
+    default:
+      return `${change.action} application ${name}`;
+  }
+}
+
 export const activityColumns = (appNames = new Map()) => [
   { label: 'Time', render: (r) => when(r.timestamp) },
-  { label: 'Event', key: 'eventType' },
+  {
+    label: 'Event',
+    render: (r) => (r.change ? html`<span class="change">${r.eventType}<br /><span class="small">${describeChange(r.change, appNames)}</span></span>` : r.eventType),
+  },
   { label: 'Subject', render: (r) => subjectLink(r.subjectId) },
   { label: 'Attribute', key: 'attribute' },
   { label: 'Application', render: (r) => html`<span title=${r.applicationId}>${appNames.get(r.applicationId) ?? r.applicationId}</span>` },
@@ -29,11 +60,12 @@ export const activityColumns = (appNames = new Map()) => [
   { label: 'Report-only', key: 'reportOnly' },
 ];
 
-const CSV_FIELDS = ['sequence', 'part', 'eventId', 'eventType', 'timestamp', 'recordedDate', 'subjectId', 'dataPointId', 'attribute', 'applicationId', 'applicationUser', 'recordedBy', 'reportOnly', 'sealed', 'hash'];
+const CSV_FIELDS = ['sequence', 'part', 'eventId', 'eventType', 'timestamp', 'recordedDate', 'subjectId', 'dataPointId', 'attribute', 'applicationId', 'applicationUser', 'recordedBy', 'reportOnly', 'sealed', 'hash', 'change'];
 
 function csvCell(value) {
   if (value === undefined || value === null) return '';
-  const text = String(value);
+  // A CHANGE record's change, as the API gives it.
+  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
   // A leading =, +, - or @ would run as a formula in a spreadsheet.
   const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
   return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
@@ -109,13 +141,13 @@ export function Activity({ admin, id }) {
   };
 
   return html`<section>
-    <${PageTitle} sub="Every read, store, update and delete, hash-chained so that tampering shows.">Activity log</${PageTitle}>
+    <${PageTitle} sub="Every read, store, update and delete, and every change to access, holds and rules, hash-chained so that tampering shows.">Activity log</${PageTitle}>
     <form class="card filters" onSubmit=${apply} aria-label="Activity filters">
       <div class="row">
         <${TextInput} id="f-subject" label="Subject" value=${form.subjectId} onInput=${set('subjectId')} />
         <${TextInput} id="f-point" label="Data point" value=${form.dataPointId} onInput=${set('dataPointId')} />
         <${TextInput} id="f-attribute" label="Attribute" value=${form.attribute} onInput=${set('attribute')} />
-        <${Select} id="f-event" label="Event type" value=${form.eventType} onChange=${set('eventType')} options=${['', 'READ', 'STORE', 'UPDATE', 'DELETE']} />
+        <${Select} id="f-event" label="Event type" value=${form.eventType} onChange=${set('eventType')} options=${['', 'READ', 'STORE', 'UPDATE', 'DELETE', 'CHANGE']} />
         <${Select} id="f-order" label="Order" value=${form.order} onChange=${set('order')} options=${ORDERS} />
       </div>
       <div class="row">

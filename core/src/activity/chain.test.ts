@@ -19,6 +19,16 @@ const rows = [
     },
     '2026-01-01T00:00:05.000Z',
   ),
+  toRecordRow(
+    {
+      eventType: 'CHANGE',
+      applicationId: 'admin-app',
+      reportOnly: false,
+      timestamp: '2026-01-01T00:00:06.000Z',
+      change: { target: 'application', id: 'app-9', action: 'update', fields: { attributes: ['EMAIL'] } },
+    },
+    '2026-01-01T00:00:07.000Z',
+  ),
 ];
 
 test('chaining a batch gives each row the hash verification recomputes, and the values in column order', (t) => {
@@ -32,7 +42,7 @@ test('chaining a batch gives each row the hash verification recomputes, and the 
     t.is(hash, chainHash(previous, fields));
     previous = hash;
   });
-  t.deepEqual(head, { sequence: 44, hash: previous });
+  t.deepEqual(head, { sequence: 45, hash: previous });
 });
 
 test('a record of one point hashes as it did before records could name several, so older logs still verify', (t) => {
@@ -52,4 +62,13 @@ test('the points a record names are covered by its hash: another point, or anoth
 
 test('an empty batch leaves the head where it was', (t) => {
   t.deepEqual(chainRecords({ sequence: 7, hash: 'a'.repeat(64) }, []), { values: [], head: { sequence: 7, hash: 'a'.repeat(64) } });
+});
+
+test('what an administrative change changed is covered by its hash', (t) => {
+  const row = rows[3];
+  t.is(row.change, '{"target":"application","id":"app-9","action":"update","fields":{"attributes":["EMAIL"]}}');
+  const original = chainHash(GENESIS_HASH, { sequence: 1, ...row });
+  t.not(chainHash(GENESIS_HASH, { sequence: 1, ...row, change: '{"target":"application","id":"app-9","action":"update","fields":{"attributes":["*"]}}' }), original);
+  // A change without its column is another record, not the same one in an older form.
+  t.not(chainHash(GENESIS_HASH, { sequence: 1, ...row, change: null }), original);
 });

@@ -37,6 +37,7 @@ export const CHAINED_COLUMNS = [
   'recorded_date',
   'summary',
   'points',
+  'change',
   'hash',
 ] as const;
 
@@ -45,12 +46,15 @@ type Unchained = Omit<ActivityLogTable, 'sequence' | 'hash'>;
 /**
  * A JSON array in a fixed column order: no key ordering to agree on, and every value is a
  * string, an integer or null, which JSON spells one way only. A record naming several points
- * (`v2`) adds their list, as stored; every other record keeps the form it was chained with
- * before that column existed (`v1`), so logs written then still verify.
+ * (`v2`) adds their list, as stored; an administrative change (`v3`) adds that list (or null)
+ * and the change, as stored. Every other record keeps the form it was chained with before
+ * those columns existed (`v1`), so logs written then still verify.
  */
 function canonicalArray(sequence: number, row: Unchained): unknown[] {
+  const changed = row.change !== null && row.change !== undefined;
+  const listed = row.points !== null && row.points !== undefined;
   const fields = [
-    row.points === null || row.points === undefined ? 'v1' : 'v2',
+    changed ? 'v3' : listed ? 'v2' : 'v1',
     sequence,
     row.event_id,
     row.recorded_by,
@@ -71,7 +75,8 @@ function canonicalArray(sequence: number, row: Unchained): unknown[] {
     row.recorded_date,
     row.summary,
   ];
-  if (fields[0] === 'v2') fields.push(row.points);
+  if (changed) fields.push(listed ? row.points : null, row.change);
+  else if (listed) fields.push(row.points);
   return fields;
 }
 
@@ -101,8 +106,9 @@ export function chainRecords(head: ChainHead, records: readonly Unchained[]): { 
     const fields = canonicalArray(sequence, record);
     previous = link(previous, JSON.stringify(fields));
     for (let i = 1; i < fields.length; i++) values.push(fields[i]);
-    // `points`, which a v1 record's canonical form leaves out.
-    if (fields[0] === 'v1') values.push(null);
+    // `points` and `change`, which the older forms leave out.
+    if (fields[0] === 'v1') values.push(null, null);
+    else if (fields[0] === 'v2') values.push(null);
     values.push(previous);
   }
   return { values, head: { sequence, hash: previous } };

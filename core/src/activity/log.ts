@@ -12,6 +12,10 @@ import type { Kysely } from 'kysely';
 import type { InsertBatch } from '../db/insert-rows.js';
 import type { Database } from '../db/schema.js';
 import type { EventType, Location } from '../rules/engine.js';
+import type { Change } from './changes.js';
+
+/** A data event's type, or `CHANGE`: an administrative change (`changes.ts`). */
+export type RecordType = EventType | 'CHANGE';
 
 /** Who did it and where: the same fields in an audit event, a record and a listed entry. */
 export interface EventOrigin {
@@ -30,7 +34,7 @@ export interface PointRef {
 }
 
 export interface ActivityRecord extends EventOrigin {
-  eventType: EventType;
+  eventType: RecordType;
   /** Caller-supplied for audit events (dedupe); generated otherwise. */
   eventId?: string;
   subjectId?: string;
@@ -51,6 +55,8 @@ export interface ActivityRecord extends EventOrigin {
    * for the request, listed as one entry per point. `dataPointId` and `attribute` stay unset.
    */
   points?: readonly PointRef[];
+  /** What an administrative change (`CHANGE`) changed. */
+  change?: Change;
 }
 
 /**

@@ -40,6 +40,8 @@ export function toRecordRow(r: ActivityRecord, recordedDate: string): RecordRow 
     summary: r.summary === undefined ? null : JSON.stringify(r.summary),
     // Ids and attributes of points the vault read from its own rows: stored text already.
     points: r.points === undefined ? null : JSON.stringify(r.points.map((p) => [p.dataPointId, p.attribute])),
+    // JSON.stringify escapes NUL and unpaired surrogates, so what is hashed is what is stored.
+    change: r.change === undefined ? null : JSON.stringify(r.change),
   };
 }
 

@@ -8,7 +8,8 @@ import { ActivityService, parseChainHead, type ActivityQuery } from './service.j
 export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
 const text = (maxLength: number) => ({ type: 'string', maxLength, pattern: TEXT_PATTERN }) as const;
 
-const eventTypeEnum = ['READ', 'STORE', 'UPDATE', 'DELETE'] as const;
+/** The data events, and `CHANGE`: an administrative change (`changes.ts`). */
+const eventTypeEnum = ['READ', 'STORE', 'UPDATE', 'DELETE', 'CHANGE'] as const;
 
 const query = {
   type: 'object',
@@ -58,6 +59,17 @@ export const activityEntrySchema = {
     recordedBy: { type: 'string', description: 'Id of the application whose API key submitted it' },
     sealed: { type: 'boolean', description: 'Whether the record is chained yet (it is within about a second)' },
     hash: { type: 'string', description: 'SHA-256 over the previous record’s hash and this record; absent until sealed' },
+    change: {
+      type: 'object',
+      description: 'A `CHANGE` record’s administrative change: an application’s access or key, a legal hold, a rule. Never a key',
+      properties: {
+        target: { type: 'string', enum: ['application', 'entity', 'rule'] },
+        id: { type: 'string', description: 'The application’s id, the entity’s id or the rule’s name' },
+        action: { type: 'string', enum: ['create', 'update', 'delete', 'rollKey'] },
+        fields: { type: 'object', additionalProperties: true, description: 'The values the change set' },
+        rule: { type: 'string', description: 'The rule whose action made the change, when a rule did' },
+      },
+    },
   },
 } as const;
 

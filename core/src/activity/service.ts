@@ -9,12 +9,13 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { dialectOf, type DialectName } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
-import type { EventType, Location } from '../rules/engine.js';
+import type { Location } from '../rules/engine.js';
 import { parseIsoDate } from '../util/time.js';
 import { chainHash, GENESIS_HASH, type ChainHead } from './chain.js';
 import { chunks, INSERT_CHUNK } from '../db/insert-rows.js';
 import { chainHead, type ActivitySealer } from './sealer.js';
-import type { EventOrigin } from './log.js';
+import type { EventOrigin, RecordType } from './log.js';
+import type { Change } from './changes.js';
 import type { ActivityLogTable } from './tables.js';
 
 const VERIFY_PAGE = 2000;
@@ -30,7 +31,7 @@ export interface ActivityEntry extends EventOrigin {
   eventId: string;
   /** For a read answered with several points, one record: this entry's place in it, from 1. */
   part?: number;
-  eventType: EventType;
+  eventType: RecordType;
   subjectId?: string;
   dataPointId?: string;
   attribute?: string;
@@ -41,13 +42,15 @@ export interface ActivityEntry extends EventOrigin {
   sealed: boolean;
   /** Absent until sealed. */
   hash?: string;
+  /** For a `CHANGE` record: what was changed. */
+  change?: Change;
 }
 
 export interface ActivityQuery {
   subjectId?: string;
   dataPointId?: string;
   attribute?: string;
-  eventType?: EventType;
+  eventType?: RecordType;
   applicationId?: string;
   applicationUser?: string;
   from?: string;
@@ -101,7 +104,7 @@ function toEntry(row: EntryRow): ActivityEntry {
     sequence: sealed ? Number(row.sequence) : undefined,
     eventId: part === undefined ? row.event_id : `${row.event_id}.${part}`,
     part,
-    eventType: row.event_type as EventType,
+    eventType: row.event_type as RecordType,
     subjectId: present(row.subject_id),
     dataPointId: present(row.entry_point),
     attribute: present(row.entry_attribute),
@@ -117,6 +120,7 @@ function toEntry(row: EntryRow): ActivityEntry {
     recordedBy: row.recorded_by,
     sealed,
     hash: sealed ? row.hash! : undefined,
+    change: row.change === null ? undefined : (JSON.parse(row.change) as Change),
   };
 }
 

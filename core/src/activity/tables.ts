@@ -33,6 +33,8 @@ export interface ActivityLogTable {
    * in the order answered, and `data_point_id` and `attribute` are null. Null otherwise.
    */
   points: string | null;
+  /** An administrative change (`CHANGE` records): JSON of what it changed (`changes.ts`). Null otherwise. */
+  change: string | null;
   /** SHA-256 (hex) over the previous record's hash and this record's fields. */
   hash: string;
 }

@@ -75,7 +75,7 @@ async function adminRoutes(app: FastifyInstance, vault: Vault, tags: string[]): 
     '/applications',
     { schema: { tags, summary: 'Create an application and its API key', body: createBody, response: { 201: envelope(application), ...errors(400, 401, 403, 409) } } },
     async (request, reply) => {
-      const { application: created, apiKey } = await vault.applications.create(request.body);
+      const { application: created, apiKey } = await vault.applications.create(request.caller, request.body);
       return reply.status(201).send({ data: { ...created, apiKey } });
     },
   );
@@ -101,7 +101,7 @@ async function adminRoutes(app: FastifyInstance, vault: Vault, tags: string[]): 
         response: { 200: envelope(application), ...errors(400, 403, 404, 409) },
       },
     },
-    async (request) => ({ data: await vault.applications.update(request.params.id, request.body) }),
+    async (request) => ({ data: await vault.applications.update(request.caller, request.params.id, request.body) }),
   );
 
   app.post<{ Params: { id: string }; Body: RollKeyInput }>(
@@ -120,7 +120,7 @@ async function adminRoutes(app: FastifyInstance, vault: Vault, tags: string[]): 
       },
     },
     async (request) => {
-      const { application: rolled, apiKey } = await vault.applications.rollKey(request.params.id, request.body);
+      const { application: rolled, apiKey } = await vault.applications.rollKey(request.caller, request.params.id, request.body);
       return { data: { ...rolled, apiKey } };
     },
   );
@@ -129,7 +129,7 @@ async function adminRoutes(app: FastifyInstance, vault: Vault, tags: string[]): 
     '/applications/:id',
     { schema: { tags, summary: 'Delete an application', params: pathParams('id'), response: { 200: confirmation, ...errors(403, 404, 409) } } },
     async (request) => {
-      await vault.applications.delete(request.params.id);
+      await vault.applications.delete(request.caller, request.params.id);
       return { data: 'Successfully Deleted Application' };
     },
   );

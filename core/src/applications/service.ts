@@ -6,6 +6,8 @@ import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { FreshCache } from '../util/fresh-cache.js';
 import { nowIso } from '../util/time.js';
+import { changeRecord, type Change, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 
 export interface Application {
   id: string;
@@ -102,9 +104,18 @@ export class ApplicationService {
    */
   private readonly callers = new FreshCache<string, Caller>(10_000, AUTH_CACHE_MS);
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Every change is recorded (`CHANGE`) in the transaction that makes it. */
+    private readonly activity: ActivityLog,
+  ) {}
 
-  async create(input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
+  private recordChange(trx: Kysely<Database>, actor: ChangeActor, change: Change, timestamp: string): Promise<void> {
+    return this.activity.append(trx, [changeRecord(actor, change, timestamp)]);
+  }
+
+  /** `actor` undefined: the vault's own first admin, which is not recorded (a fresh vault's log is empty). */
+  async create(actor: ChangeActor | undefined, input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
     const name = checkName(input.name);
     const attributes = storedAttributes(input.attributes ?? ['*']);
     const apiKey = input.apiKey ?? generateApiKey();
@@ -123,20 +134,25 @@ export class ApplicationService {
       previous_key_hash: null,
       previous_key_expires: null,
     };
+    const application = toApplication(row);
     try {
-      await this.db.insertInto('applications').values(row).execute();
+      await this.db.transaction().execute(async (trx) => {
+        await trx.insertInto('applications').values(row).execute();
+        const fields = { name: application.name, attributes: application.attributes, admin: application.admin };
+        if (actor) await this.recordChange(trx, actor, { target: 'application', id: row.id, action: 'create', fields }, now);
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(KEY_IN_USE);
       throw err;
     }
-    return { application: toApplication(row), apiKey };
+    return { application, apiKey };
   }
 
   /**
    * Changes an application in place: its id, and so its history in the activity log, stays.
    * Every process sees the change within AUTH_CACHE_MS.
    */
-  async update(id: string, input: UpdateApplicationInput): Promise<Application> {
+  async update(actor: ChangeActor, id: string, input: UpdateApplicationInput): Promise<Application> {
     const changes: Partial<ApplicationsTable> = {};
     if (input.name !== undefined) changes.name = checkName(input.name);
     if (input.attributes !== undefined) changes.attributes = storedAttributes(input.attributes);
@@ -146,6 +162,13 @@ export class ApplicationService {
       if (current.admin === 1 && changes.admin === 0) await this.refuseLastAdmin(trx, 'Cannot demote the last admin application');
       const updated = { ...current, ...changes, modified_date: nowIso() };
       await trx.updateTable('applications').set({ ...changes, modified_date: updated.modified_date }).where('id', '=', id).execute();
+      const { name, attributes, admin } = toApplication(updated);
+      const fields = {
+        ...(changes.name !== undefined ? { name } : {}),
+        ...(changes.attributes !== undefined ? { attributes } : {}),
+        ...(changes.admin !== undefined ? { admin } : {}),
+      };
+      await this.recordChange(trx, actor, { target: 'application', id, action: 'update', fields }, updated.modified_date);
       return updated;
     });
     this.callers.clear();
@@ -158,7 +181,7 @@ export class ApplicationService {
    * roll ends the key before it at once. Authentication caches in other processes drop the
    * old key within AUTH_CACHE_MS.
    */
-  async rollKey(id: string, input: RollKeyInput = {}): Promise<{ application: Application; apiKey: string }> {
+  async rollKey(actor: ChangeActor, id: string, input: RollKeyInput = {}): Promise<{ application: Application; apiKey: string }> {
     const keep = input.keepPreviousForSeconds ?? 0;
     if (!Number.isInteger(keep) || keep < 0 || keep > MAX_KEEP_PREVIOUS_SECONDS) {
       throw badRequest(`keepPreviousForSeconds must be a whole number from 0 to ${MAX_KEEP_PREVIOUS_SECONDS}`);
@@ -178,6 +201,9 @@ export class ApplicationService {
           modified_date: new Date(now).toISOString(),
         };
         await trx.updateTable('applications').set(changes).where('id', '=', id).execute();
+        // The keys are never recorded, only until when the old one still works.
+        const fields = { keepPreviousForSeconds: keep, ...(changes.previous_key_expires ? { previousKeyValidUntil: changes.previous_key_expires } : {}) };
+        await this.recordChange(trx, actor, { target: 'application', id, action: 'rollKey', fields }, changes.modified_date);
         return { ...current, ...changes };
       });
       this.callers.clear();
@@ -230,11 +256,13 @@ export class ApplicationService {
     return toApplication(row);
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(actor: ChangeActor, id: string): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const app = await this.lockedApplication(trx, id);
       if (app.admin === 1) await this.refuseLastAdmin(trx, 'Cannot delete the last admin application');
       await trx.deleteFrom('applications').where('id', '=', id).execute();
+      // Its name, for a reader of the log once the application is gone.
+      await this.recordChange(trx, actor, { target: 'application', id, action: 'delete', fields: { name: app.name } }, nowIso());
     });
     this.callers.clear();
   }
@@ -270,7 +298,7 @@ export class ApplicationService {
       if (known?.admin) return undefined;
       if (known) throw new Error('VAULT_ADMIN_API_KEY belongs to an application that is not an admin');
       try {
-        await this.create({ name: 'admin', admin: true, attributes: ['*'], apiKey: configuredKey });
+        await this.create(undefined, { name: 'admin', admin: true, attributes: ['*'], apiKey: configuredKey });
       } catch (err) {
         // Another replica starting at the same moment created it first.
         if (!(await this.authenticate(configuredKey))?.admin) throw err;
@@ -279,7 +307,7 @@ export class ApplicationService {
     }
     const anyAdmin = await this.db.selectFrom('applications').select('id').where('admin', '=', 1).executeTakeFirst();
     if (anyAdmin) return undefined;
-    const { apiKey } = await this.create({ name: 'admin', admin: true, attributes: ['*'] });
+    const { apiKey } = await this.create(undefined, { name: 'admin', admin: true, attributes: ['*'] });
     return apiKey;
   }
 }

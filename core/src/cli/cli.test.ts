@@ -1,6 +1,6 @@
 import test from 'ava';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './main.js';
 import { commands } from './commands.js';
@@ -14,6 +14,7 @@ import { generateKeyPair } from '../crypto/keys.js';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { Vault } from '../vault.js';
+import { ActivityService } from '../activity/service.js';
 
 function io(env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -128,6 +129,14 @@ test('an application is changed and its key rolled from the command line: same i
     t.is(await vault.applications.authenticate(oldKey), undefined);
     t.is(await vault.applications.authenticate(keptKey), undefined, 'a roll without --keep-previous ends the key it replaces');
     t.like(await vault.applications.authenticate(newKey), { applicationId: id, admin: true });
+    // Each change is in the activity log, made by the command line as this system user, without a key.
+    await vault.sealer.sealAll();
+    const recorded = await new ActivityService(vault.db).list({ eventType: 'CHANGE' });
+    t.deepEqual(
+      recorded.map((e) => [e.applicationId, e.applicationUser, e.change?.action]),
+      ['create', 'update', 'rollKey', 'rollKey'].map((action) => ['vault-cli', userInfo().username, action]),
+    );
+    for (const key of [oldKey, keptKey, newKey]) t.false(JSON.stringify(recorded).includes(key));
   } finally {
     await vault.close();
   }
@@ -309,7 +318,7 @@ test('no verb but migrate migrates: each refuses a database an older release lef
     t.is(await runCli(verb, x), 1, verb.join(' '));
     t.deepEqual(
       err,
-      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject, 0010_application_key_roll not applied): run `vault migrate`, or start this release's vault, first"],
+      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject, 0010_application_key_roll, 0011_activity_changes not applied): run `vault migrate`, or start this release's vault, first"],
       verb.join(' '),
     );
   }

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { userInfo } from 'node:os';
 import type { ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config.js';
 import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
@@ -14,6 +15,22 @@ import { ActivityService, parseChainHead, type ChainHead } from '../activity/ser
 import { conflict } from '../errors.js';
 import { Vault } from '../vault.js';
 import { redactUrl } from '../db/connect.js';
+import type { ChangeActor } from '../activity/changes.js';
+
+/**
+ * Who the activity log names for a change made here: the command line, run by this operating
+ * system user (it signs in with no API key: it holds the database itself).
+ */
+const CLI_ACTOR: ChangeActor = { applicationId: 'vault-cli', applicationUser: operatingSystemUser() };
+
+function operatingSystemUser(): string | undefined {
+  try {
+    return userInfo().username;
+  } catch {
+    // No passwd entry (some containers run as a bare uid).
+    return process.env.USER ?? process.env.LOGNAME;
+  }
+}
 
 export interface Io {
   out: (line: string) => void;
@@ -92,7 +109,7 @@ export const commands: Record<string, Command> = {
         return 2;
       }
       const { application, apiKey } = await withVault(io, (vault) =>
-        vault.applications.create({
+        vault.applications.create(CLI_ACTOR, {
           name: String(values.name),
           attributes: splitList(String(values.attributes)),
           admin: Boolean(values.admin),
@@ -137,7 +154,7 @@ export const commands: Record<string, Command> = {
         io.err('nothing to change: give --name, --attributes, --admin or --no-admin');
         return 2;
       }
-      const application = await withVault(io, (vault) => vault.applications.update(id, changes));
+      const application = await withVault(io, (vault) => vault.applications.update(CLI_ACTOR, id, changes));
       io.out(`Updated application ${application.id}\t${application.name}\t${application.admin ? 'admin' : '-'}\t${application.attributes.join(',')}`);
       return 0;
     },
@@ -159,7 +176,7 @@ export const commands: Record<string, Command> = {
         return 2;
       }
       const { application, apiKey } = await withVault(io, (vault) =>
-        vault.applications.rollKey(id, { keepPreviousForSeconds: Number(keep), apiKey: values['api-key'] as string | undefined }),
+        vault.applications.rollKey(CLI_ACTOR, id, { keepPreviousForSeconds: Number(keep), apiKey: values['api-key'] as string | undefined }),
       );
       const previous = application.previousKeyValidUntil ? `; the previous key is valid until ${application.previousKeyValidUntil}` : '; the previous key no longer works';
       io.out(`Rolled the key of application ${application.id} (${application.name}). API key (shown once): ${apiKey}${previous}`);
@@ -176,7 +193,7 @@ export const commands: Record<string, Command> = {
         io.err('the application id is required');
         return 2;
       }
-      await withVault(io, (vault) => vault.applications.delete(id));
+      await withVault(io, (vault) => vault.applications.delete(CLI_ACTOR, id));
       io.out(`Deleted application ${id}`);
       return 0;
     },

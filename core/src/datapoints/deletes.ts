@@ -10,6 +10,7 @@ import type { Database } from '../db/schema.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { nowIso } from '../util/time.js';
+import { changeRecord } from '../activity/changes.js';
 import { deleteStructures, lockEntity, MESSAGES, pointRecord, type DataPlaneDeps, type PathForm } from './plane.js';
 
 export class DataPointDeleter {
@@ -92,10 +93,9 @@ export class DataPointDeleter {
       await trx.deleteFrom('entities').where('id', '=', entity.id).execute();
       dataKeys.evictEntity(entity.id);
       const now = nowIso();
-      await this.deps.activity().append(
-        trx,
-        roots.map((r) => pointRecord(caller, 'DELETE', r, undefined, now)),
-      );
+      // After its points' DELETEs, the subject's own end: the proof of an erasure, even of a subject that held no value.
+      const erased = changeRecord(caller, { target: 'entity', id: entity.id, action: 'delete', fields: { type: entity.type, values: roots.length } }, now);
+      await this.deps.activity().append(trx, [...roots.map((r) => pointRecord(caller, 'DELETE', r, undefined, now)), erased]);
     });
     // Again after commit: a read between the eviction and the commit may have cached a key.
     dataKeys.evictEntity(input.entityId);

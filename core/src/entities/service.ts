@@ -7,6 +7,8 @@ import { badRequest, BUSY_MESSAGE, forbidden, notFound, VaultError } from '../er
 import { checkTagNames } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
+import { changeRecord } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 
 export const ENTITY_ID_MAX = 512;
 export const TAG_REMOVAL_FORBIDDEN = 'Only admins may remove tags from an entity';
@@ -111,7 +113,11 @@ export interface EntityListOptions {
 export const DEFAULT_PAGE_SIZE = 100;
 
 export class EntityService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** A legal hold put or lifted is recorded (`CHANGE`) in the transaction that changes it. */
+    private readonly activity: ActivityLog,
+  ) {}
 
   /**
    * Creates the entity or updates its metadata: tags and legal hold are replaced when sent and
@@ -134,11 +140,16 @@ export class EntityService {
       if (tags !== undefined && !caller.admin && entity.tags.some((tag) => !tags.includes(tag))) throw forbidden(TAG_REMOVAL_FORBIDDEN);
       if (tags !== undefined) await setEntityTags(trx, id, tags);
       if (holdChanges || !created) {
+        const now = nowIso();
         await trx
           .updateTable('entities')
-          .set({ ...(holdChanges ? { legal_hold: input.legalHold ? (1 as const) : (0 as const) } : {}), updated_date: nowIso() })
+          .set({ ...(holdChanges ? { legal_hold: input.legalHold ? (1 as const) : (0 as const) } : {}), updated_date: now })
           .where('id', '=', id)
           .execute();
+        if (holdChanges) {
+          const change = { target: 'entity' as const, id, action: created ? ('create' as const) : ('update' as const), fields: { legalHold: input.legalHold } };
+          await this.activity.append(trx, [changeRecord(caller, change, now)]);
+        }
       }
       return { entity: (await findEntity(trx, id))!, created };
     });

@@ -23,6 +23,8 @@ const OPERATION: Record<string, string> = { STORE: 'store', UPDATE: 'store', REA
 export function meterActivity(log: ActivityLog, metrics: VaultMetrics): ActivityLog {
   const count: CommitJob<ActivityRecord[]> = (records) => {
     for (const record of records) {
+      // An administrative change touches no data point.
+      if (record.change !== undefined) continue;
       // Deleting a report-only point (by API or by retention) is a delete, not an audit event.
       if (isAuditEvent(record)) metrics.auditEvents.inc();
       // A read of several points is one record; the metric counts points.

@@ -56,7 +56,8 @@ test('entity effects reach both the database and the caller’s entity object', 
   const attribute = await defineAndRule({ action: { type: 'entityTag', tag } });
   await v.request('POST', '/rules', { body: { key: uid('hold'), constraint: { type: 'attribute', operator: 'any', attributes: [attribute] }, action: { type: 'legalHold' } } });
   const e = await entity();
-  await v.vault.rules.evaluateData(dataContext(e, [candidate(attribute, 'v')]));
+  // Inside a transaction, as every caller evaluates: the hold's CHANGE record commits with it.
+  await v.vault.db.transaction().execute((trx) => v.vault.rules.evaluateData(dataContext(e, [candidate(attribute, 'v')], { trx })));
   t.true(e.tags.has(tag));
   t.true(e.legalHold);
   const stored = await findEntity(v.vault.db, e.id);

@@ -13,6 +13,8 @@ import { setEntityTags } from '../entities/repository.js';
 import { forbidden } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
+import { changeRecord, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 import type { ActivityRuleContext, CandidatePoint, DataRuleContext, EventType, RuleEffects, RuleEntity, RulesEngine } from './engine.js';
 import { matches, type Subject } from './match.js';
 import type { StoredRule } from './model.js';
@@ -27,6 +29,9 @@ const DEFAULT_BLOCK_MESSAGE = 'The provided data could not be stored, as a rule 
 interface EntityChanges {
   tags: boolean;
   legalHold: boolean;
+  /** The hold before the first rule that set it, and the last such rule: a hold a rule turns on or off is recorded. */
+  heldBefore?: boolean;
+  holdRule?: string;
   prohibitions: Map<EventType, { status: boolean; ruleKey: string }>;
 }
 
@@ -44,6 +49,8 @@ export class VaultRulesEngine implements RulesEngine {
     readonly service: RuleService,
     readonly alerts: AlertService,
     readonly logger: Logger,
+    /** Where a legal hold a rule puts or lifts is recorded (`CHANGE`), in the evaluating transaction. */
+    readonly activity: ActivityLog,
   ) {}
 
   async evaluateData(ctx: DataRuleContext): Promise<RuleEffects> {
@@ -89,7 +96,7 @@ export class VaultRulesEngine implements RulesEngine {
       }
     }
 
-    await this.writeEntityChanges(ctx.trx, ctx.entity, changes);
+    await this.writeEntityChanges(ctx.trx, ctx.caller, ctx.entity, changes);
     if (idle.size > 0 && !ctx.reportOnly) await this.recordIdleRetention(ctx.trx, ctx.entity.id, idle);
     return this.finish(ctx.trx, alerts);
   }
@@ -140,7 +147,7 @@ export class VaultRulesEngine implements RulesEngine {
           if (entity) this.applyToEntity(rule, entity, changes);
       }
     }
-    if (entity) await this.writeEntityChanges(ctx.trx, entity, changes);
+    if (entity) await this.writeEntityChanges(ctx.trx, ctx.caller, entity, changes);
     return this.finish(ctx.trx, alerts);
   }
 
@@ -196,8 +203,10 @@ export class VaultRulesEngine implements RulesEngine {
         changes.tags = true;
         break;
       case 'legalHold':
+        if (!changes.legalHold) changes.heldBefore = entity.legalHold;
         entity.legalHold = action.status;
         changes.legalHold = true;
+        changes.holdRule = rule.key;
         break;
       case 'prohibition':
         for (const op of action.prohibitions) changes.prohibitions.set(op, { status: action.status, ruleKey: rule.key });
@@ -211,8 +220,12 @@ export class VaultRulesEngine implements RulesEngine {
    * Writes what the rules changed on the entity. The caller's `entity` object is updated
    * too, so a caller that writes the entity after evaluating sees the rules' changes.
    */
-  private async writeEntityChanges(trx: Kysely<Database>, entity: RuleEntity, changes: EntityChanges): Promise<void> {
+  private async writeEntityChanges(trx: Kysely<Database>, actor: ChangeActor, entity: RuleEntity, changes: EntityChanges): Promise<void> {
     const now = nowIso();
+    if (changes.legalHold && entity.legalHold !== changes.heldBefore) {
+      const change = { target: 'entity' as const, id: entity.id, action: 'update' as const, fields: { legalHold: entity.legalHold }, rule: changes.holdRule! };
+      await this.activity.append(trx, [changeRecord({ applicationId: actor.applicationId }, change, now)]);
+    }
     if (changes.tags) await setEntityTags(trx, entity.id, [...entity.tags].sort());
     // The row is updated for any change, a prohibition too: a store waiting on its lock
     // through another process tells by the row's new version that it must read again

@@ -44,7 +44,7 @@ export const ruleRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { va
     },
     async (request, reply) => {
       requireAdmin(request.caller);
-      const outcome = await vault.ruleService.save(request.body);
+      const outcome = await vault.ruleService.save(request.caller, request.body);
       return outcome === 'created' ? reply.status(201).send({ data: 'Rule created' }) : reply.status(200).send({ data: 'Rule updated' });
     },
   );
@@ -64,7 +64,7 @@ export const ruleRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { va
     { schema: { tags, summary: 'Delete a rule, by key or else by name', params: pathParams('ruleName'), response: { 200: confirmation, ...errors(403, 404) } } },
     async (request) => {
       requireAdmin(request.caller);
-      await vault.ruleService.delete(request.params.ruleName);
+      await vault.ruleService.delete(request.caller, request.params.ruleName);
       return { data: 'Rule deleted' };
     },
   );

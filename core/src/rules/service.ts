@@ -16,6 +16,8 @@ import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
+import { changeRecord, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 import { parseRule } from './compile.js';
 import { actionGroup, type StoredRule } from './model.js';
 import type { RulesTable } from './tables.js';
@@ -56,10 +58,12 @@ export class RuleService {
     private readonly db: Kysely<Database>,
     private readonly logger: Logger,
     private readonly customRulesAllowed: () => boolean,
+    /** Every rule change is recorded (`CHANGE`) in its transaction: rules decide blocks and holds. */
+    private readonly activity: ActivityLog,
   ) {}
 
   /** Creates the rule, or replaces the one with its key. */
-  async save(input: unknown): Promise<'created' | 'updated'> {
+  async save(actor: ChangeActor, input: unknown): Promise<'created' | 'updated'> {
     if (!this.customRulesAllowed()) throw paymentRequired('Your current subscription does not support custom rules');
     const parsed = parseRule(input);
     const { rule } = parsed;
@@ -90,14 +94,19 @@ export class RuleService {
         execution_order: order,
         modified_date: now,
       };
+      const fields = { ...(rule.name !== undefined ? { name: rule.name } : {}), type: rule.type, executionOrder: order, definition: parsed.definition };
+      const recordChange = (action: 'create' | 'update') =>
+        this.activity.append(trx, [changeRecord(actor, { target: 'rule', id: rule.key, action, fields }, now)]);
       if (existing) {
         await trx.updateTable('rules').set(row).where('key', '=', rule.key).execute();
+        await recordChange('update');
         return 'updated' as const;
       }
       await trx
         .insertInto('rules')
         .values({ key: rule.key, ...row, created_date: now })
         .execute();
+      await recordChange('create');
       return 'created' as const;
     });
     this.cached = undefined;
@@ -143,7 +152,7 @@ export class RuleService {
     return toView(row);
   }
 
-  async delete(ruleName: string): Promise<void> {
+  async delete(actor: ChangeActor, ruleName: string): Promise<void> {
     const row = await this.find(ruleName);
     if (!row) throw notFound('Rule not found');
     await this.db.transaction().execute(async (trx) => {
@@ -153,6 +162,8 @@ export class RuleService {
         .where('id', '=', 1)
         .execute();
       await trx.deleteFrom('rules').where('key', '=', row.key).execute();
+      const fields = row.name === null ? undefined : { name: row.name };
+      await this.activity.append(trx, [changeRecord(actor, { target: 'rule', id: row.key, action: 'delete', ...(fields ? { fields } : {}) }, nowIso())]);
     });
     this.cached = undefined;
   }

@@ -9,6 +9,7 @@ import * as activityLean from './0007_activity_lean.js';
 import * as activityReadSets from './0008_activity_read_sets.js';
 import * as vaultedPointsBySubject from './0009_vaulted_points_by_subject.js';
 import * as applicationKeyRoll from './0010_application_key_roll.js';
+import * as activityChanges from './0011_activity_changes.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008_activity_read_sets': activityReadSets,
   '0009_vaulted_points_by_subject': vaultedPointsBySubject,
   '0010_application_key_roll': applicationKeyRoll,
+  '0011_activity_changes': activityChanges,
 };
