@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
@@ -56,6 +56,26 @@ export function answerClientError(this: FastifyInstance, err: NodeJS.ErrnoExcept
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\n\r\n${body}`);
   }
   socket.destroy(err);
+}
+
+/**
+ * A client that asks before sending its body (`Expect: 100-continue`) and declares more than
+ * the sidecar takes is told 413 at once, as the vault does (core/src/http/errors.ts): Node's
+ * default answer, `100 Continue`, had it upload the whole body only to be refused after it.
+ * The request never reaches Fastify, so the answer is shaped here as the error handler would.
+ */
+export function refuseOversizedContinue(server: Server, bodyLimit: number): void {
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (Number(request.headers['content-length']) > bodyLimit) {
+      const refusal = errorBody(413, messages.tooLarge);
+      const body = JSON.stringify(request.url?.startsWith('/events') ? { accepted: [], rejected: [], ...refusal } : refusal);
+      response.writeHead(413, { connection: 'close', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      response.end(body);
+      return;
+    }
+    response.writeContinue();
+    server.emit('request', request, response);
+  });
 }
 
 /**

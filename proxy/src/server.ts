@@ -5,7 +5,7 @@ import { registerDeadLetterRoutes } from './delivery/dead-letter-routes.js';
 import type { DeadLetterQueue } from './delivery/dead-letters.js';
 import type { DeliveryWorker } from './delivery/worker.js';
 import { installIngestAuth } from './auth.js';
-import { answerClientError, describeFailure, discardBody, errorBody, installJsonParser, receiving } from './http.js';
+import { answerClientError, describeFailure, discardBody, errorBody, installJsonParser, receiving, refuseOversizedContinue } from './http.js';
 import { registerIngestRoutes } from './ingest/routes.js';
 import type { SidecarMetrics } from './metrics.js';
 import { withTimeout } from './queue/connection.js';
@@ -32,6 +32,7 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     ...receiving(config.requestTimeoutMs),
   });
 
+  refuseOversizedContinue(app.server, config.bodyLimit);
   installJsonParser(app);
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
     const { statusCode, message } = describeFailure(err);

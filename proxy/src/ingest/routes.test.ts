@@ -154,6 +154,37 @@ for (const framing of ['content-length', 'chunked'] as const) {
   });
 }
 
+/** Sends the headers of a POST /events that asks first (`Expect: 100-continue`), and `body` only if told to go on. */
+function askFirst(length: number, body?: string): Promise<string> {
+  const { port, hostname } = new URL(sidecar.url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.on('data', (d) => {
+      answer += d;
+      if (answer === 'HTTP/1.1 100 Continue\r\n\r\n' && body !== undefined) socket.write(body);
+      else if (/\r\n\r\n\{.*\}$/s.test(answer)) socket.end();
+    });
+    socket.on('close', () => resolve(answer));
+    socket.on('error', () => resolve(answer));
+    socket.write(`POST /events HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`);
+  });
+}
+
+test.serial('a client that asks before sending a body over the limit (Expect: 100-continue) is told 413 at once; one within it is let through', async (t) => {
+  // The headers only: had the sidecar said 100 Continue, it would wait for a body that never comes.
+  const refused = await askFirst(2 * 1024 * 1024);
+  t.regex(refused, /^HTTP\/1\.1 413 /);
+  t.notRegex(refused, /100 Continue/);
+  t.regex(refused, /\r\nconnection: close\r\n/i);
+  t.true(refused.endsWith('{"accepted":[],"rejected":[],"statusCode":413,"error":"Payload Too Large","message":"Request body is too large"}'));
+
+  const body = JSON.stringify(makeEvent(1, { eventId: 'asked-first' }));
+  const accepted = await askFirst(Buffer.byteLength(body), body);
+  t.regex(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 202 /);
+  t.true((await queuedEventIds()).includes('asked-first'));
+});
+
 test.serial('JSON with a charset is JSON; a NUL in the path is refused like one in the body', async (t) => {
   const charset = await postRaw(JSON.stringify(makeEvent(1, { eventId: 'charset-1' })), 'application/json; charset=utf-8');
   t.is(charset.status, 202);
