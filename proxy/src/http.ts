@@ -30,6 +30,7 @@ export const messages = {
   invalidUtf8: 'Body is not valid UTF-8',
   tooLarge: 'Request body is too large',
   mediaType: 'Content type must be application/json',
+  charset: 'Content type charset must be utf-8',
 } as const;
 
 export function errorBody(statusCode: number, message: string) {
@@ -78,16 +79,36 @@ export function refuseOversizedContinue(server: Server, bodyLimit: number): void
   });
 }
 
+/** Charsets whose text is read exactly as UTF-8: UTF-8 itself, and ASCII, a subset of it. */
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/** Whether every `charset` parameter of a Content-Type (none is fine: JSON is UTF-8) names UTF-8. */
+export function utf8Charset(contentType: string | undefined): boolean {
+  if (contentType === undefined) return true;
+  for (const parameter of contentType.split(';').slice(1)) {
+    const at = parameter.indexOf('=');
+    if (at === -1 || parameter.slice(0, at).trim().toLowerCase() !== 'charset') continue;
+    const value = parameter.slice(at + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    if (!UTF8_CHARSETS.has(value)) return false;
+  }
+  return true;
+}
+
 /**
  * JSON only. What the vault refuses is refused here too, whole, rather than accepted and left
  * to end up as a dead letter no replay can mend: prototype-poisoning keys, bytes that are not
- * UTF-8, NUL characters and unpaired surrogates. An empty body is no body (POST
- * /deadletters/replay replays everything).
+ * UTF-8, NUL characters and unpaired surrogates; and, with a 415 as the vault's, a body
+ * labelled with another charset (`charset=latin1`), which read as UTF-8 would be queued as
+ * something other than what the client meant. An empty body is no body (POST
+ * /deadletters/replay replays everything), whatever its charset.
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, raw, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
     const bytes = raw as Buffer;
+    if (!utf8Charset(request.headers['content-type'])) {
+      return done(bytes.toString('latin1').trim() === '' ? null : new HttpError(415, messages.charset), undefined);
+    }
     if (!isUtf8(bytes)) return done(new HttpError(400, messages.invalidUtf8), undefined);
     const text = bytes.toString('utf8');
     if (text.trim() === '') return done(null, undefined);

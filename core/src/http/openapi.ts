@@ -25,7 +25,7 @@ export function documentCommonAnswers(route: RouteOptions): void {
     // 401 without a valid key; 429 over the rate limit or after too many failed logins.
     declare(response, 401, 429);
   }
-  // Malformed JSON, an unknown member or a wrong type; 413 over VAULT_BODY_LIMIT; 415 not JSON.
+  // Malformed JSON, an unknown member or a wrong type; 413 over VAULT_BODY_LIMIT; 415 not JSON, or not UTF-8.
   if (schema.body) declare(response, 400, 413, 415);
   if (schema.params || schema.querystring) declare(response, 400);
 }

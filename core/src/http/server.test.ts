@@ -49,6 +49,27 @@ test('a body that is not JSON is 415', async (t) => {
   t.is(text.status, 415);
 });
 
+test('a JSON body in a charset other than UTF-8 is 415 naming the one it takes; UTF-8, however spelled, is JSON', async (t) => {
+  const body = JSON.stringify({ key: 'charset_latin1', name: 'Café' });
+  for (const charset of ['latin1', 'ISO-8859-1', 'utf-16', '"windows-1252"', '']) {
+    const res = await v.request('POST', '/entitytypes', { payload: body, headers: { 'content-type': `application/json; charset=${charset}` } });
+    t.is(res.status, 415, charset);
+    t.deepEqual(res.body, { statusCode: 415, error: 'Unsupported Media Type', message: 'Content type charset must be utf-8' });
+  }
+  t.is((await v.request('GET', '/entitytypes/charset_latin1')).status, 404, 'nothing was stored');
+
+  const spellings = ['application/json', 'application/json; charset=utf-8', 'application/json; charset=UTF-8', 'application/json;charset="utf-8"', 'Application/JSON; Charset=US-ASCII'];
+  for (const [i, contentType] of spellings.entries()) {
+    const key = `charset_ok_${i}`;
+    const res = await v.request('POST', '/entitytypes', { payload: JSON.stringify({ key, name: 'Café' }), headers: { 'content-type': contentType } });
+    t.is(res.status, 201, contentType);
+    t.is((await v.request('GET', `/entitytypes/${key}`)).body.data.name, 'Café');
+  }
+  // No body, no charset to misread: a DELETE with any JSON content type is still a DELETE.
+  const removed = await v.request('DELETE', '/entitytypes/charset_ok_0', { payload: '', headers: { 'content-type': 'application/json; charset=latin1' } });
+  t.is(removed.status, 200);
+});
+
 test('a body over the configured limit is 413', async (t) => {
   const res = await v.request('POST', '/entitytypes', { body: { key: 'big', description: 'x'.repeat(70_000) } });
   t.is(res.status, 413);

@@ -193,6 +193,22 @@ test.serial('JSON with a charset is JSON; a NUL in the path is refused like one 
   t.deepEqual(path.body, { statusCode: 400, error: 'Bad Request', message: 'Strings may not contain NUL characters' });
 });
 
+test.serial('a JSON body in a charset other than UTF-8 is 415 naming the one it takes, as the vault answers it; UTF-8, however spelled, is taken', async (t) => {
+  for (const charset of ['latin1', 'ISO-8859-1', 'utf-16', '"windows-1252"']) {
+    const answer = await postRaw(JSON.stringify(makeEvent(1, { eventId: `charset-${charset}` })), `application/json; charset=${charset}`);
+    t.is(answer.status, 415, charset);
+    t.deepEqual(answer.body, {
+      accepted: [], rejected: [], statusCode: 415, error: 'Unsupported Media Type', message: 'Content type charset must be utf-8',
+    });
+  }
+  const spellings = ['application/json; charset=UTF-8', 'application/json;charset="utf-8"', 'Application/JSON; Charset=US-ASCII'];
+  for (const [i, contentType] of spellings.entries()) {
+    t.is((await postRaw(JSON.stringify(makeEvent(1, { eventId: `charset-ok-${i}` })), contentType)).status, 202, contentType);
+  }
+  const queued = (await queuedEventIds()).filter((id) => id.startsWith('charset-') && id !== 'charset-1');
+  t.deepEqual(queued.sort(), ['charset-ok-0', 'charset-ok-1', 'charset-ok-2'], 'only the UTF-8 bodies were enqueued');
+});
+
 test.serial('a body that is not JSON is 415, whatever it holds', async (t) => {
   for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
     const answer = await postRaw(JSON.stringify(makeEvent(1, { eventId: `plain-${contentType}` })), contentType);
