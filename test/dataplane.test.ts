@@ -250,6 +250,39 @@ test('keys that are missing, unparsable, unregistered or forged are 400 on store
   for (const line of v.logs) t.false(line.includes(v.keys.privateKey) || line.includes(forged), 'no key material in the logs');
 });
 
+test('a key header holding anything besides exactly one PEM block is 400 on stores and reads; whitespace around it is fine', async (t) => {
+  const NAME = await define(v, { key: uid('NAME') });
+  const id = uid('subject');
+  const point = (await store(v, id, [{ attribute: NAME, value: 'Ada' }])).body.data[0];
+  const other = generateKeyPair(2048);
+  const header = (pem: string) => Buffer.from(pem).toString('base64');
+  const wrapped = (pem: string, otherPem: string) => [
+    `${pem}trailing junk\n`,
+    `junk before it\n${pem}`,
+    `${pem}-----BEGIN NOTE-----\nnot a key\n-----END NOTE-----\n`,
+    `${pem}${otherPem}`,
+    `${otherPem}${pem}`,
+  ].map(header);
+  const message = 'Encoded key provided is invalid';
+  for (const key of wrapped(v.keys.publicPem, other.publicPem)) {
+    isError(t, await store(v, id, [{ attribute: NAME, value: 'Bob' }], { key }), 400, message, 'store');
+  }
+  const privateHeaders = wrapped(v.keys.privatePem, other.privatePem);
+  for (const key of privateHeaders) {
+    for (const url of [`/entities/${id}/attributes/${NAME}`, `/data/${point.dataPointId}`]) {
+      const res = await read(v, url, { key });
+      isError(t, res, 400, message, url);
+      t.false(JSON.stringify(res.body).includes(v.keys.privatePem.split('\n')[1]), 'no key material in the answer');
+    }
+  }
+  t.is(await pointCount(v, id), 1, 'nothing stored with a refused key');
+  const spaced = (pem: string) => header(`\n  ${pem}\n\n`);
+  t.is((await read(v, `/data/${point.dataPointId}`, { key: spaced(v.keys.privatePem) })).body.data.value, 'Ada');
+  t.is((await store(v, id, [{ attribute: NAME, value: 'Bob' }], { key: spaced(v.keys.publicPem) })).status, 200);
+  const secret = v.keys.privatePem.split('\n')[1];
+  for (const line of v.logs) t.false(privateHeaders.some((key) => line.includes(key.slice(0, 64))) || line.includes(secret), 'no key material in the logs');
+});
+
 /**
  * A "private key" made of the registered public modulus and exponent and made-up secrets:
  * OpenSSL parses it and its public half matches the registered key.

@@ -2,11 +2,12 @@
  * The operator contract: every setting comes from the environment, is checked at start,
  * and a bad value stops the process with a message naming the variable.
  */
-import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { createPrivateKey } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parsePublicKeyHeader } from './crypto/keys.js';
 
 export interface LicenseConfig {
   /** Undefined: unlimited custom regulations. */
@@ -108,9 +109,11 @@ function trustProxy(raw: string | undefined): boolean | number | string[] {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** As the X-Encryption-Key header is read, so a key the vault would refuse at start stops it here, named. */
 function isRsaPublicKey(base64: string): boolean {
   try {
-    return createPublicKey(Buffer.from(base64, 'base64').toString('utf8')).asymmetricKeyType === 'rsa';
+    parsePublicKeyHeader(base64);
+    return true;
   } catch {
     return false;
   }

@@ -1,10 +1,11 @@
 import test from 'ava';
-import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
+import { ConfigError, loadConfig } from '../config.js';
 import { isVaultError } from '../errors.js';
 import { startTestVault, testKeyPair, type TestVault } from '../testing/harness.js';
 import { DataKeys } from './datakeys.js';
 import { EnvelopeError, generateDataKey, open, openValue, pointAad, seal, sealValue, unwrapDataKey, wrapDataKey } from './envelope.js';
-import { generateKeyPair, keyFingerprint, parsePrivateKeyHeader } from './keys.js';
+import { generateKeyPair, keyFingerprint, parsePrivateKeyHeader, parsePublicKeyHeader } from './keys.js';
 import { LruMap } from '../util/lru.js';
 
 const pair = testKeyPair();
@@ -63,6 +64,29 @@ test('a private key must prove possession: a forged one with the public modulus 
   const err = t.throws(() => parsePrivateKeyHeader(header));
   t.true(isVaultError(err) && err.status === 400 && err.message === 'Encoded key provided is invalid');
   t.false(err!.message.includes(header.slice(0, 20)));
+});
+
+test('a key header is exactly one PEM block: text or another key before or after it is refused, whitespace is not', (t) => {
+  const other = generateKeyPair(2048);
+  const header = (pem: string) => Buffer.from(pem).toString('base64');
+  for (const [parse, pem, otherPem] of [
+    [parsePrivateKeyHeader, pair.privatePem, other.privatePem],
+    [parsePublicKeyHeader, pair.publicPem, other.publicPem],
+  ] as const) {
+    for (const junk of [`${pem}junk`, `junk\n${pem}`, `${pem}\n# a comment\n`, `${pem}${otherPem}`, `${otherPem}${pem}`]) {
+      const err = t.throws(() => parse(header(junk)));
+      t.true(isVaultError(err) && err.status === 400 && err.message === 'Encoded key provided is invalid');
+      t.false(err!.message.includes(pem.split('\n')[1].slice(0, 20)), 'no key material in the error');
+    }
+    const fingerprint = (key: KeyObject) => keyFingerprint(key.type === 'private' ? createPublicKey(key) : key);
+    t.is(fingerprint(parse(header(`\r\n  ${pem.replace(/\n/g, '\r\n')}\n\n`))), keyFingerprint(publicKey));
+    t.is(fingerprint(parse(pem)), keyFingerprint(publicKey), 'a bare PEM too');
+  }
+  // The key given at start is read the same way, so one the vault would refuse stops it, named.
+  t.throws(() => loadConfig({ VAULT_ENCRYPTION_PUBLIC_KEY: header(`${pair.publicPem}junk`) }), {
+    instanceOf: ConfigError, message: 'VAULT_ENCRYPTION_PUBLIC_KEY must be the base64 of a PEM RSA public key (PKCS#1 or SPKI)',
+  });
+  t.is(loadConfig({ VAULT_ENCRYPTION_PUBLIC_KEY: pair.publicKey }).encryptionPublicKey, pair.publicKey);
 });
 
 test('the LRU keeps the most recently used entries within its bound', (t) => {

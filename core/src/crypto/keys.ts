@@ -47,11 +47,18 @@ export function keyFingerprint(publicKey: KeyObject): string {
   return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
 }
 
+/** One PEM block and nothing else: its BEGIN line, base64, and the END line of the same label. */
+const PEM_BLOCK = /^-----BEGIN ([A-Z0-9 ]+)-----\s+[A-Za-z0-9+/=\s]+-----END \1-----$/;
+
 function decodeHeader(header: unknown): string {
   if (typeof header !== 'string' || header.length === 0 || header.length > MAX_HEADER_LENGTH) throw badRequest(INVALID_KEY);
   const text = Buffer.from(header, 'base64').toString('utf8');
   // Clients differ on whether the PEM is base64-wrapped; accept the bare PEM too.
-  return text.includes('-----BEGIN') ? text : header;
+  const pem = (text.includes('-----BEGIN') ? text : header).trim();
+  // OpenSSL reads the first block and skips whatever surrounds it, so a header holding a key
+  // plus other text, or a second key, was taken as the first key alone.
+  if (!PEM_BLOCK.test(pem)) throw badRequest(INVALID_KEY);
+  return pem;
 }
 
 export function parsePublicKeyHeader(header: unknown): KeyObject {
