@@ -1,8 +1,9 @@
 /**
- * The two ways a call fails. The vault answered with an error (`VaultApiError`, carrying
+ * The ways a call fails. The vault answered with an error (`VaultApiError`, carrying
  * the vault's exact message) or with a 2xx body the client cannot use (`VaultApiError` with
- * that status), or no answer arrived at all (`VaultNetworkError`). Callers branch on the
- * class: only the second one can mean "the request may not have happened".
+ * that status), no answer arrived at all (`VaultNetworkError`), or the caller's signal ended
+ * the call (`VaultAbortError`). Callers branch on the class: only the last two can mean "the
+ * request may not have happened".
  */
 
 export class VaultApiError extends Error {
@@ -57,6 +58,40 @@ export class VaultNetworkError extends Error {
       cause: init.cause,
     });
     this.code = init.code;
+    this.method = init.method;
+    this.path = init.path;
+    this.attempts = init.attempts;
+  }
+}
+
+/**
+ * The call's `signal` was aborted: by its `AbortController`, or an `AbortSignal.timeout()` ran
+ * out (`timedOut`). Never retried: the caller asked to stop. Its `name` is the DOM's
+ * (`AbortError`, `TimeoutError` for a timeout), so code written for fetch's aborts still
+ * recognises it; `cause` is what the transport threw.
+ */
+export class VaultAbortError extends Error {
+  override readonly name: 'AbortError' | 'TimeoutError';
+  /** The signal was an `AbortSignal.timeout()` (or was aborted with a `TimeoutError`). */
+  readonly timedOut: boolean;
+  /** The signal's `reason`, as the caller gave it. */
+  readonly reason: unknown;
+  readonly method: string;
+  readonly path: string;
+  /**
+   * Requests started before the abort. 0: the signal was aborted before anything was sent.
+   * Otherwise the vault may have carried the last one out, as after a `VaultNetworkError`.
+   */
+  readonly attempts: number;
+
+  constructor(init: { method: string; path: string; attempts: number; reason: unknown; cause: unknown }) {
+    const timedOut = (init.reason as { name?: unknown } | null)?.name === 'TimeoutError';
+    super(`${init.method} ${init.path} ${timedOut ? 'timed out' : 'was aborted'} by the caller's signal (${init.attempts} attempt${init.attempts === 1 ? '' : 's'} sent)`, {
+      cause: init.cause,
+    });
+    this.name = timedOut ? 'TimeoutError' : 'AbortError';
+    this.timedOut = timedOut;
+    this.reason = init.reason;
     this.method = init.method;
     this.path = init.path;
     this.attempts = init.attempts;

@@ -7,7 +7,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VaultApiError, VaultClient, VaultNetworkError, generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair, type SearchResult } from '@sensitive-data-vault/sdk';
+import { VaultAbortError, VaultApiError, VaultClient, VaultNetworkError, generateKeyPair, loadKeyFiles, loadKeysFromEnv, saveKeyPair, type SearchResult } from '@sensitive-data-vault/sdk';
 // example:end
 import { rmSync } from 'node:fs';
 import test from 'ava';
@@ -245,12 +245,14 @@ test.serial('errors', async (t) => {
   let outcome = '';
   try {
     // The activity rule of the rules example: only the crm application may delete.
-    await vault.audit.log({ eventType: 'DELETE', dataPointId: address.dataPointId, applicationId: 'billing' });
+    await vault.audit.log({ eventType: 'DELETE', dataPointId: address.dataPointId, applicationId: 'billing' }, { signal: AbortSignal.timeout(10_000) });
   } catch (err) {
     if (err instanceof VaultApiError) {
       outcome = `${err.status} ${err.message}`; // the vault's exact message; `err.index` for a bulk
     } else if (err instanceof VaultNetworkError) {
       outcome = `no answer: ${err.code} after ${err.attempts} attempt(s)`; // ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, ...
+    } else if (err instanceof VaultAbortError) {
+      outcome = err.timedOut ? 'no answer within 10 s' : 'cancelled'; // the signal's reason is `err.reason`
     } else {
       throw err;
     }

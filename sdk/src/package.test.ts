@@ -65,7 +65,7 @@ test('the built JavaScript runs under plain node', async (t) => {
   t.true(result.network);
   t.is(result.code, 'ECONNREFUSED');
   t.true(result.header);
-  for (const name of ['VaultClient', 'VaultApiError', 'VaultNetworkError', 'Reporter', 'generateKeyPair', 'loadKeyFiles', 'loadKeysFromEnv', 'clientFromEnv']) {
+  for (const name of ['VaultClient', 'VaultApiError', 'VaultNetworkError', 'VaultAbortError', 'Reporter', 'generateKeyPair', 'loadKeyFiles', 'loadKeysFromEnv', 'clientFromEnv']) {
     t.true(result.exports.includes(name), name);
   }
 });

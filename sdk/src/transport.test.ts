@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { VaultClient } from './client.js';
-import { VaultApiError, VaultNetworkError } from './errors.js';
+import { VaultAbortError, VaultApiError, VaultNetworkError } from './errors.js';
 import { freePort } from '../../core/src/testing/process.js';
 import { startRecordingProxy, type RecordingProxy } from './testing/proxy.js';
 import { apiError, startSdkVault, unique, type SdkTestVault } from './testing/vault.js';
@@ -197,17 +197,59 @@ test('headersTimeout and bodyTimeout end a stalled request with a network error'
   t.is(body?.code, 'UND_ERR_BODY_TIMEOUT');
 });
 
-test('an aborted request rejects with the abort, and is not retried', async (t) => {
+test('an aborted request rejects with a VaultAbortError, and is not retried', async (t) => {
   const controller = new AbortController();
   // Aborted once the request is surely on its way: the server has it and never answers.
   const silent = await rawServer(t, () => controller.abort());
   const c = new VaultClient({ url: silent.url, apiKey: 'k'.repeat(20), retry: fast });
   t.teardown(() => c.close());
-  const err = await t.throwsAsync(c.tags.list({ signal: controller.signal }), { any: true });
+  const err = await t.throwsAsync(c.tags.list({ signal: controller.signal }), { instanceOf: VaultAbortError });
   t.false(err instanceof VaultNetworkError);
-  t.is((err as { name?: string }).name, 'AbortError');
+  t.is(err?.name, 'AbortError');
+  t.false(err?.timedOut);
+  t.like(err, { method: 'GET', path: '/tags', attempts: 1 });
+  t.is((err?.reason as Error).name, 'AbortError');
+  t.truthy(err?.cause, 'what the transport threw is kept');
+  t.is(err?.message, "GET /tags was aborted by the caller's signal (1 attempt sent)");
   await new Promise((r) => setTimeout(r, 100));
   t.is(silent.hits(), 1);
+});
+
+test('an AbortSignal.timeout that runs out is a VaultAbortError that says it timed out', async (t) => {
+  const silent = await rawServer(t, () => {});
+  const c = new VaultClient({ url: silent.url, apiKey: 'k'.repeat(20), retry: fast });
+  t.teardown(() => c.close());
+  const err = await t.throwsAsync(c.tags.list({ signal: AbortSignal.timeout(100) }), { instanceOf: VaultAbortError });
+  t.true(err?.timedOut);
+  t.is(err?.name, 'TimeoutError');
+  t.is(err?.attempts, 1);
+  t.is(err?.message, "GET /tags timed out by the caller's signal (1 attempt sent)");
+  t.is(silent.hits(), 1);
+});
+
+test('aborts before sending, during the backoff, and with a reason of its own are VaultAbortErrors too', async (t) => {
+  const silent = await rawServer(t, () => {});
+  const c = new VaultClient({ url: silent.url, apiKey: 'k'.repeat(20), retry: fast });
+  t.teardown(() => c.close());
+  const before = await t.throwsAsync(c.tags.list({ signal: AbortSignal.abort('stop') }), { instanceOf: VaultAbortError });
+  t.is(before?.attempts, 0, 'nothing was sent');
+  t.is(before?.reason, 'stop');
+  t.is(before?.cause, 'stop');
+  t.is(silent.hits(), 0);
+
+  // The first attempt is reset, and the abort comes while the client waits to retry.
+  const controller = new AbortController();
+  const resetting = await rawServer(t, (req) => {
+    req.socket.destroy();
+    setTimeout(() => controller.abort(new Error('shutting down')), 50);
+  });
+  const slow = new VaultClient({ url: resetting.url, apiKey: 'k'.repeat(20), retry: { retries: 3, minDelayMs: 60_000, maxDelayMs: 60_000 } });
+  t.teardown(() => slow.close());
+  const backoff = await t.throwsAsync(slow.tags.list({ signal: controller.signal }), { instanceOf: VaultAbortError });
+  t.is(backoff?.attempts, 1);
+  t.is((backoff?.reason as Error).message, 'shutting down');
+  t.is(backoff?.name, 'AbortError');
+  t.is(resetting.hits(), 1);
 });
 
 test('keep-alive: requests share a connection; keepAlive false opens one per request', async (t) => {

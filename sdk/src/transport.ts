@@ -1,11 +1,12 @@
 /**
  * One keep-alive undici Pool per vault, JSON in and out, the vault's errors as
- * VaultApiError, and retries of idempotent requests when no answer arrived.
+ * VaultApiError, aborts as VaultAbortError, and retries of idempotent requests when no
+ * answer arrived.
  */
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { VaultApiError, VaultNetworkError } from './errors.js';
+import { VaultAbortError, VaultApiError, VaultNetworkError } from './errors.js';
 
 export interface RetryOptions {
   /** Extra attempts after the first; default 3. */
@@ -128,6 +129,10 @@ export function backoffDelay(attempt: number, retry: Required<RetryOptions>): nu
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
+function aborted(request: Request, attempts: number, cause: unknown): VaultAbortError {
+  return new VaultAbortError({ method: request.method, path: request.path.split('?')[0], attempts, reason: request.signal?.reason, cause });
+}
+
 export class Transport {
   private readonly pool: Pool;
   private readonly basePath: string;
@@ -169,7 +174,9 @@ export class Transport {
       headers['content-type'] = 'application/json';
     }
     const maxAttempts = request.retry === false ? 1 : this.retry.retries + 1;
+    const { signal } = request;
     for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) throw aborted(request, attempt - 1, signal.reason);
       try {
         return await this.once<T>(request, path, headers, payload);
       } catch (err) {
@@ -177,10 +184,16 @@ export class Transport {
           (err as { attempts: number }).attempts = attempt;
           throw err;
         }
+        // Before the codes: an abort can surface as the reset it caused, and must not be retried.
+        if (signal?.aborted) throw aborted(request, attempt, err);
         const code = connectionErrorCode(err);
-        if (code === undefined || request.signal?.aborted) throw err;
+        if (code === undefined) throw err;
         if (attempt >= maxAttempts || !(request.idempotent || NOT_SENT.has(code))) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
-        await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal: request.signal });
+        try {
+          await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal });
+        } catch (abort) {
+          throw aborted(request, attempt, abort);
+        }
       }
     }
   }
