@@ -75,6 +75,30 @@ test('literal segments match the %-encoded paths clients send', (t) => {
   t.regex(err!.message, /routes\[0\]\.path has a segment whose %-escapes do not decode: "bad%E0"/);
 });
 
+test('literal segments match in either Unicode spelling: composed (NFC) or decomposed (NFD)', (t) => {
+  const composed = 'usu\u00e1rios';
+  const decomposed = 'usua\u0301rios';
+  t.not(composed, decomposed);
+  const routes = compileRoutes({
+    applicationId: 'a',
+    routes: [
+      { method: 'GET', path: `/${composed}/:id`, eventType: 'READ', attributes: { x: {} }, subjectId: { param: 'id' } },
+      // Configured decomposed, and %-encoded so: normalised once, at compile time.
+      { method: 'GET', path: '/stra%CC%88sse/:id', eventType: 'READ', attributes: { x: {} }, subjectId: { param: 'id' } },
+    ],
+  });
+  t.deepEqual(routes.match('GET', '/usua%CC%81rios/1'), { route: routes.routes[0], params: { id: '1' } });
+  t.is(routes.match('GET', `/${decomposed}/1`)?.route.index, 0, 'sent unencoded');
+  t.is(routes.match('GET', '/USUA%CC%81RIOS/1/')?.route.index, 0, 'in any case, trailing slash, as before');
+  t.is(routes.match('GET', '/usu%C3%A1rios/1')?.route.index, 0, 'the composed spelling still matches');
+  t.is(routes.match('GET', '/str%C3%A4sse/9')?.route.index, 1, 'a decomposed literal matches the composed request');
+  t.is(routes.match('GET', '/stra%CC%88sse/9')?.route.index, 1);
+  t.is(routes.match('GET', '/usua%CC%80rios/1'), undefined, 'another accent is another word');
+  // Parameters are ids: they reach the event as the client spelled them.
+  t.is(routes.match('GET', `/${composed}/jos%C3%A9`)?.params.id, 'jos\u00e9');
+  t.is(routes.match('GET', `/${composed}/jose%CC%81`)?.params.id, 'jose\u0301');
+});
+
 test('every problem in a routes file is reported with its location', (t) => {
   const err = t.throws(
     () =>

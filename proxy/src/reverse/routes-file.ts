@@ -164,7 +164,7 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
         // Requests are matched decoded, so a literal written %-encoded must be too.
         const literal = decodeSegment(part);
         if (literal === undefined) problems.push(`${at}.path has a segment whose %-escapes do not decode: "${part}"`);
-        else segments.push({ literal: literal.toLowerCase() });
+        else segments.push({ literal: comparable(literal) });
       }
     });
   }
@@ -282,18 +282,21 @@ export class CompiledRoutes {
 
   /**
    * Segments are compared decoded, as the upstream's router sees them: `/usu%C3%A1rios/1` is
-   * what clients send for a route listed as `/usuários/:id`. Literal segments match in any case
-   * and a trailing slash is ignored, as most frameworks route (Express by default):
-   * `/Users/u-1/` reaches the same handler as `/users/u-1`, and its reads must not go
-   * unaudited. A path the upstream does not serve answers 404 and yields no event, so matching
-   * leniently invents none.
+   * what clients send for a route listed as `/usuários/:id`, and so is `/usua%CC%81rios/1`, the
+   * same word decomposed (`a` + combining acute): literals are compared in Unicode NFC, since
+   * clients spell either way (macOS hands out decomposed text) and an upstream that serves both
+   * must not have one go unaudited. Parameters keep the spelling sent: they are ids. Literal
+   * segments match in any case and a trailing slash is ignored, as most frameworks route
+   * (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and its
+   * reads must not go unaudited. A path the upstream does not serve answers 404 and yields no
+   * event, so matching leniently invents none.
    */
   match(method: string, pathname: string): RouteMatch | undefined {
     let raw = pathname.split('/').slice(1);
     if (raw.length > 1 && raw[raw.length - 1] === '') raw = raw.slice(0, -1);
     // undefined where the %-escapes do not decode.
     const parts = raw.map(decodeSegment);
-    const lower = parts.map((part, i) => (part ?? raw[i]).toLowerCase());
+    const lower = parts.map((part, i) => comparable(part ?? raw[i]));
     for (const route of this.routes) {
       if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
       if (route.rest ? parts.length <= route.segments.length : parts.length !== route.segments.length) continue;
@@ -317,6 +320,13 @@ export class CompiledRoutes {
     }
     return undefined;
   }
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** A decoded literal as compared: NFC, lower case. ASCII is its own NFC, so most paths skip it. */
+function comparable(segment: string): string {
+  return (NON_ASCII.test(segment) ? segment.normalize('NFC') : segment).toLowerCase();
 }
 
 function decodeSegment(segment: string): string | undefined {
