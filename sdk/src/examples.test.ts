@@ -272,11 +272,16 @@ test.serial('activity', async (t) => {
   // Keep the head outside the database; later, a log cut short or rewritten no longer matches it.
   const head = await vault.activity.head(); // { sequence, hash }
   const still = await vault.activity.verify(head); // { valid, …, headMatches: true }
+
+  // Administrative changes: access, legal holds, rules, purges (`change`: what was set; never a key).
+  const changes = await vault.activity.list({ eventType: 'CHANGE', order: 'newest' });
+  const ruleChanges = changes.filter((record) => record.change?.target === 'rule').map((record) => `${record.change!.action} ${record.change!.id}`);
   // example:end
   t.deepEqual(reads.map((r) => r.eventId), ['crm-read-1']);
   t.deepEqual(byCrm, ['STORE erin', 'READ erin', 'UPDATE erin', 'STORE erin']);
   t.true(check.valid);
   t.true(still.headMatches);
+  t.true(ruleChanges.length > 0, 'the rules example saved a rule');
 });
 
 test.serial('reporter', async (t) => {

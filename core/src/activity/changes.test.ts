@@ -151,6 +151,10 @@ test('CHANGE is a filter of its own, and only admins read the log', async (t) =>
   t.true(reads.body.data.every((e: any) => e.change === undefined));
   const bad = await v.request('GET', '/activity', { query: { eventType: 'CHANGES' } });
   t.is(bad.status, 400);
+  // Only the vault writes CHANGE records: an application cannot report one.
+  const reported = await v.request('POST', '/auditlogs', { body: { eventType: 'CHANGE', subjectId: unique('subject'), applicationId: 'crm', data: { attribute: 'EMAIL' } } });
+  t.is(reported.status, 400);
+  t.is(reported.body.message, 'Unrecognized event type');
   const app = await v.request('POST', '/applications', { body: { name: 'nosy' } });
   const refused = await v.request('GET', '/activity', { apiKey: app.body.data.apiKey, query: { eventType: 'CHANGE' } });
   t.is(refused.status, 403);
