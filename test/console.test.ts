@@ -343,11 +343,12 @@ test.serial('what an officer runs into: a mistyped or purged subject, a broken a
   t.is(await page.getByRole('button', { name: 'Set legal hold' }).count(), 0);
   t.is(await page.getByRole('button', { name: 'Reveal values' }).count(), 0);
   t.is((await callVault(vault, 'GET', '/datasubjects/no-such-subject')).status, 404);
-  // The purged subject's history stays, newest first: the purge's DELETE records lead.
+  // The purged subject's history stays, newest first: the purge's record leads, then its DELETEs.
   await go(`subjects/${SUBJECT}`, `Subject ${SUBJECT}`);
   const history = page.getByRole('region', { name: 'Activity of the subject' });
-  await history.getByRole('row').nth(1).waitFor();
-  t.regex(await history.getByRole('row').nth(1).innerText(), /DELETE/);
+  await history.getByRole('row').nth(2).waitFor();
+  t.regex(await history.getByRole('row').nth(1).innerText(), /CHANGE\s+Subject purged: 2 values deleted, its data keys destroyed/);
+  t.regex(await history.getByRole('row').nth(2).innerText(), /DELETE/);
   await shot('15-subject-purged');
 
   // A broken %-escape typed in the address is no page, not a blank one (and no script error:

@@ -465,6 +465,8 @@ test('every store, overwrite, read and delete is in the activity log, one record
     ['READ', note.dataPointId, NOTE, false],
     ['DELETE', note.dataPointId, NOTE, false],
     ['DELETE', name.dataPointId, NAME, false],
+    // The purge's own record, after the DELETEs of its values.
+    ['CHANGE', undefined, undefined, false],
   ]);
   const appId = (await v.request('GET', '/applications')).body.data.find((a: any) => a.admin === false && res.body.data[0].applicationId === a.id)?.id;
   t.truthy(appId, 'recorded under the calling application');
