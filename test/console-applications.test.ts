@@ -134,17 +134,19 @@ test.serial('on a phone-wide window the applications, their actions and a kept o
   t.is(overflow, 0, 'the page is no wider than the window');
 });
 
-test.serial('the activity log says in words who changed an application, rolled its key and lifted a hold', async (t) => {
+test.serial('the activity log says in words who changed an application, rolled its key, lifted a hold and changed an attribute', async (t) => {
   const { id } = (await callVault(session.vault, 'POST', '/applications', { name: 'ledger', attributes: ['NOTE'] })).body.data;
   t.is((await callVault(session.vault, 'PATCH', `/applications/${id}`, { attributes: ['NOTE', 'PHONE'], admin: false })).status, 200);
   t.is((await callVault(session.vault, 'POST', `/applications/${id}/key`, {})).status, 200);
   t.is((await callVault(session.vault, 'POST', '/datasubjects', { id: 'held-subject', legalHold: true })).status, 201);
   t.is((await callVault(session.vault, 'POST', '/datasubjects', { id: 'held-subject', legalHold: false })).status, 200);
+  t.is((await callVault(session.vault, 'POST', '/attributes', { key: 'SALARY', schema: 'string' })).status, 201);
+  t.is((await callVault(session.vault, 'POST', '/attributes', { key: 'SALARY', schema: 'string', indexed: true, regulations: ['GDPR'] })).status, 201);
   await session.go('activity', 'Activity log');
   await page.getByLabel('Event type').selectOption('CHANGE');
   await page.getByRole('button', { name: 'Apply filters' }).click();
   const table = page.getByRole('table', { name: 'Activity records' });
-  for (const text of ['Created application ledger: attributes NOTE; admin no', 'Changed application ledger: attributes NOTE, PHONE; admin no', 'Rolled the key of application ledger: old key stopped', 'Legal hold put on', 'Legal hold lifted']) {
+  for (const text of ['Created application ledger: attributes NOTE; admin no', 'Changed application ledger: attributes NOTE, PHONE; admin no', 'Rolled the key of application ledger: old key stopped', 'Legal hold put on', 'Legal hold lifted', 'Created attribute SALARY', 'Changed attribute SALARY: indexed yes; regulations GDPR']) {
     await table.getByText(text, { exact: true }).waitFor();
   }
   await session.shot('activity-changes');

@@ -112,12 +112,12 @@ export class Vault {
     });
     this.activity = meterActivity(appender, this.metrics);
     this.applications = new ApplicationService(this.db, this.activity);
-    this.entityTypes = new EntityTypeService(this.db);
+    this.entityTypes = new EntityTypeService(this.db, this.activity);
     this.catalog = new DefinitionCatalog(this.db);
     const definitionsChanged = () => this.catalog.invalidate();
-    this.tags = new TagService(this.db, () => this.rules, definitionsChanged);
-    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules, definitionsChanged);
-    this.definitions = new DefinitionService(this.db, () => this.rules, definitionsChanged);
+    this.tags = new TagService(this.db, () => this.rules, this.activity, definitionsChanged);
+    this.regulations = new RegulationService(this.db, this.dialect, () => this.config.license.maxCustomRegulations, () => this.rules, this.activity, definitionsChanged);
+    this.definitions = new DefinitionService(this.db, () => this.rules, this.activity, definitionsChanged);
     this.entities = new EntityService(this.db, this.activity);
     this.search = new SearchService(this.reader, this.indexKey);
     this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));

@@ -10,6 +10,15 @@ export function useApplicationNames(admin) {
 }
 
 const yesNo = (flag) => (flag ? 'yes' : 'no');
+const VERBS = { create: 'Created', update: 'Changed', delete: 'Deleted' };
+const REGISTRY = { attribute: 'attribute', entityType: 'entity type', tag: 'tag', regulation: 'regulation' };
+
+function fieldText(value) {
+  if (value === null || value === undefined) return 'none';
+  if (typeof value === 'boolean') return yesNo(value);
+  if (Array.isArray(value)) return value.length > 0 ? value.join(', ') : 'none';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
 
 /** A CHANGE record in words: what an officer reads to learn who widened an application's access, or lifted a hold. */
 export function describeChange(change, appNames = new Map()) {
@@ -17,7 +26,12 @@ export function describeChange(change, appNames = new Map()) {
   const byRule = change.rule ? ` (rule ${change.rule})` : '';
   if (change.target === 'entity' && change.action === 'delete') return `Subject purged: ${f.values} value${f.values === 1 ? '' : 's'} deleted, its data keys destroyed`;
   if (change.target === 'entity') return `${f.legalHold ? 'Legal hold put on' : 'Legal hold lifted'}${byRule}`;
-  if (change.target === 'rule') return `${{ create: 'Created', update: 'Changed', delete: 'Deleted' }[change.action] ?? change.action} rule ${change.id}`;
+  if (change.target === 'rule') return `${VERBS[change.action] ?? change.action} rule ${change.id}`;
+  if (REGISTRY[change.target]) {
+    const set = change.action === 'update' ? Object.entries(f).map(([k, value]) => `${k} ${fieldText(value)}`).join('; ') : '';
+    return `${VERBS[change.action] ?? change.action} ${REGISTRY[change.target]} ${change.id}${set ? `: ${set}` : ''}`;
+  }
+  if (change.target !== 'application') return `${VERBS[change.action] ?? change.action} ${change.target} ${change.id}`;
   const name = f.name ?? appNames.get(change.id) ?? change.id;
   const parts = [];
   if (f.attributes) parts.push(`attributes ${f.attributes.join(', ')}`);
@@ -141,7 +155,7 @@ export function Activity({ admin, id }) {
   };
 
   return html`<section>
-    <${PageTitle} sub="Every read, store, update and delete, and every change to access, holds and rules, hash-chained so that tampering shows.">Activity log</${PageTitle}>
+    <${PageTitle} sub="Every read, store, update and delete, and every change to access, holds, rules and the registry, hash-chained so that tampering shows.">Activity log</${PageTitle}>
     <form class="card filters" onSubmit=${apply} aria-label="Activity filters">
       <div class="row">
         <${TextInput} id="f-subject" label="Subject" value=${form.subjectId} onInput=${set('subjectId')} />

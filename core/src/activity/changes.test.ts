@@ -189,3 +189,56 @@ test('a purge ends the subject’s history with its erasure, even of a subject t
   const heldHistory = (await v.request('GET', '/activity', { query: { subjectId: held } })).body.data;
   t.deepEqual(heldHistory.map((e: any) => e.change.action), ['create'], 'only the hold');
 });
+
+test('the registry’s changes are recorded with what they set; posting a definition, type, tag or regulation as it is records nothing', async (t) => {
+  const attribute = unique('SALARY');
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string' } })).status, 201);
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string' } })).status, 201);
+  t.is((await v.request('POST', '/attributes', { body: { key: attribute, schema: 'string', indexed: true, regulations: ['GDPR'] } })).status, 201);
+  t.is((await v.request('DELETE', `/attributes/${attribute}`)).status, 200);
+  t.deepEqual(
+    about(await changes(), attribute).map((e) => [e.change.target, e.change.action, e.change.fields]),
+    [
+      ['attribute', 'create', { name: null, hint: null, schema: 'string', repeatable: false, indexed: false, immutable: false, tags: [], regulations: [], entityTypes: [] }],
+      ['attribute', 'update', { indexed: true, regulations: ['GDPR'] }],
+      ['attribute', 'delete', undefined],
+    ],
+  );
+  // With the attribute's history: what was done with its values, and to it.
+  const history = (await v.request('GET', '/activity', { query: { attribute } })).body.data;
+  t.deepEqual(history.map((e: any) => [e.eventType, e.change?.action]), [['CHANGE', 'create'], ['CHANGE', 'update'], ['CHANGE', 'delete']]);
+
+  const type = unique('supplier').toLowerCase();
+  await v.request('POST', '/entitytypes', { body: { key: type, name: 'Supplier' } });
+  await v.request('POST', '/entitytypes', { body: { key: type } });
+  await v.request('POST', '/entitytypes', { body: { key: type, description: 'Sells to us' } });
+  t.is((await v.request('DELETE', `/entitytypes/${type}`)).status, 200);
+  t.deepEqual(
+    about(await changes(), type).map((e) => [e.change.target, e.change.action, e.change.fields]),
+    [
+      ['entityType', 'create', { name: 'Supplier', description: null }],
+      ['entityType', 'update', { description: 'Sells to us' }],
+      ['entityType', 'delete', undefined],
+    ],
+  );
+
+  const tag = unique('vip').toLowerCase();
+  await v.request('POST', '/tags', { body: { name: tag } });
+  await v.request('POST', '/tags', { body: { name: tag } });
+  t.is((await v.request('DELETE', `/tags/${tag}`)).status, 200);
+  t.deepEqual(about(await changes(), tag).map((e) => [e.change.target, e.change.action]), [['tag', 'create'], ['tag', 'delete']]);
+
+  const regulation = unique('LGPD');
+  await v.request('POST', '/regulations', { body: { key: regulation, name: 'Lei Geral' } });
+  await v.request('POST', '/regulations', { body: { key: regulation, name: 'Lei Geral' } });
+  await v.request('POST', '/regulations', { body: { key: regulation, url: 'https://example.org/lgpd' } });
+  t.is((await v.request('DELETE', `/regulations/${regulation}`)).status, 200);
+  t.deepEqual(
+    about(await changes(), regulation).map((e) => [e.change.target, e.change.action, e.change.fields]),
+    [
+      ['regulation', 'create', { name: 'Lei Geral', url: null }],
+      ['regulation', 'update', { url: 'https://example.org/lgpd' }],
+      ['regulation', 'delete', undefined],
+    ],
+  );
+});

@@ -61,10 +61,10 @@ export const activityEntrySchema = {
     hash: { type: 'string', description: 'SHA-256 over the previous record’s hash and this record; absent until sealed' },
     change: {
       type: 'object',
-      description: 'A `CHANGE` record’s administrative change: an application’s access or key, a legal hold, a rule. Never a key',
+      description: 'A `CHANGE` record’s administrative change: an application’s access or key, a legal hold or a purge, a rule, the registry. Never a key',
       properties: {
-        target: { type: 'string', enum: ['application', 'entity', 'rule'] },
-        id: { type: 'string', description: 'The application’s id, the entity’s id or the rule’s name' },
+        target: { type: 'string', enum: ['application', 'entity', 'rule', 'attribute', 'entityType', 'tag', 'regulation'] },
+        id: { type: 'string', description: 'The application’s or entity’s id; the rule’s, attribute’s, entity type’s or regulation’s key; the tag’s name' },
         action: { type: 'string', enum: ['create', 'update', 'delete', 'rollKey'] },
         fields: { type: 'object', additionalProperties: true, description: 'The values the change set' },
         rule: { type: 'string', description: 'The rule whose action made the change, when a rule did' },

@@ -66,7 +66,7 @@ export const definitionRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
       // Before validation, so a non-admin learns nothing from how its body is judged.
       preValidation: async (request) => requireAdmin(request.caller, 'Forbidden access to edit attribute definitions'),
     },
-    async (request, reply) => reply.status(201).send({ data: await vault.definitions.upsert(request.body) }),
+    async (request, reply) => reply.status(201).send({ data: await vault.definitions.upsert(request.caller, request.body) }),
   );
 
   app.get('/attributes', { schema: { tags, summary: 'List attribute definitions', response: { 200: envelope({ type: 'array', items: definition }) } } }, async () => ({
@@ -91,7 +91,7 @@ export const definitionRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
       preValidation: async (request) => requireAdmin(request.caller, 'Forbidden access to delete attribute definitions'),
     },
     async (request) => {
-      await vault.definitions.delete(request.params.attributeKey);
+      await vault.definitions.delete(request.caller, request.params.attributeKey);
       return { data: 'Successfully Deleted Attribute' };
     },
   );

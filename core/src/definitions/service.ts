@@ -8,6 +8,8 @@ import type { RulesEngine } from '../rules/engine.js';
 import { checkTagNames } from '../tags/service.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
+import { changedFields, changeRecord, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 import { allDefinitions, findDefinition, type Definition } from './repository.js';
 import { ATTRIBUTE_KEY, isCompatibleChange, normalizeSchema, type Schema } from './schema.js';
 
@@ -67,15 +69,20 @@ function effectiveTypes(types: readonly string[]): string[] {
   return types.length === 0 ? [DATASUBJECT] : [...types];
 }
 
+/** What a definition's CHANGE record compares and carries. */
+const DEFINITION_FIELDS = ['name', 'hint', 'schema', 'repeatable', 'indexed', 'immutable', 'tags', 'regulations', 'entityTypes'] as const;
+
 export class DefinitionService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly rules: () => RulesEngine,
+    /** Every change is recorded (`CHANGE`) in its transaction: a definition says how sensitive values are, and under which regulations. */
+    private readonly activity: ActivityLog,
     /** Told after every change, so cached definitions are re-read. */
     private readonly onChange: () => void = () => {},
   ) {}
 
-  async upsert(input: DefinitionInput): Promise<Definition> {
+  async upsert(actor: ChangeActor, input: DefinitionInput): Promise<Definition> {
     const key = resolveKey(input);
     const name = present(input.key) ? checkName(input.name) : key;
     const schema = checkSchema(input.schema);
@@ -128,7 +135,13 @@ export class DefinitionService {
           await trx.insertInto('attribute_definitions').values({ key, ...row, created_date: now }).execute();
         }
         await this.replaceLinks(trx, key, next);
-        return (await findDefinition(trx, key))!;
+        const stored = (await findDefinition(trx, key))!;
+        // Posting a definition as it is (clients make sure it exists) changes nothing worth a record.
+        const fields = changedFields(existing, stored, DEFINITION_FIELDS);
+        if (!existing || Object.keys(fields).length > 0) {
+          await this.activity.append(trx, [changeRecord(actor, { target: 'attribute', id: key, action: existing ? 'update' : 'create', fields }, now)]);
+        }
+        return stored;
       });
     try {
       return await attempt();
@@ -210,7 +223,7 @@ export class DefinitionService {
   }
 
   /** Only a definition without data and without rules pointing at it can go. */
-  async delete(key: string): Promise<void> {
+  async delete(actor: ChangeActor, key: string): Promise<void> {
     const found = isValidAttributeKey(key) ? await findDefinition(this.db, key) : undefined;
     if (!found) throw notFound('Attribute not found');
     await this.db.transaction().execute(async (trx) => {
@@ -225,6 +238,7 @@ export class DefinitionService {
       await trx.deleteFrom('definition_tags').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_regulations').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_entity_types').where('definition_key', '=', key).execute();
+      await this.activity.append(trx, [changeRecord(actor, { target: 'attribute', id: key, action: 'delete' }, nowIso())]);
     });
     this.onChange();
   }

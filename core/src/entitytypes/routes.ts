@@ -34,7 +34,7 @@ export const entityTypeRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
     { schema: { tags, summary: 'Create or update an entity type', body, response: { 201: envelope(entityType), ...errors(400, 403) } } },
     async (request, reply) => {
       requireAdmin(request.caller);
-      return reply.status(201).send({ data: await vault.entityTypes.upsert(request.body) });
+      return reply.status(201).send({ data: await vault.entityTypes.upsert(request.caller, request.body) });
     },
   );
 
@@ -53,7 +53,7 @@ export const entityTypeRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
     { schema: { tags, summary: 'Delete an unused entity type', params: pathParams('typeKey'), response: { 200: confirmation, ...errors(403, 404, 405, 409) } } },
     async (request) => {
       requireAdmin(request.caller);
-      await vault.entityTypes.delete(request.params.typeKey);
+      await vault.entityTypes.delete(request.caller, request.params.typeKey);
       return { data: 'Successfully Deleted Entity Type' };
     },
   );

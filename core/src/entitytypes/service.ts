@@ -2,6 +2,8 @@ import type { Kysely } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { Database, EntityTypesTable } from '../db/schema.js';
 import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
+import { changedFields, changeRecord, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 import { nowIso } from '../util/time.js';
 
 export const DATASUBJECT = 'datasubject';
@@ -27,7 +29,11 @@ function toEntityType(row: EntityTypesTable): EntityType {
 }
 
 export class EntityTypeService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Every change is recorded (`CHANGE`) in its transaction; the system type's seeding is not. */
+    private readonly activity: ActivityLog,
+  ) {}
 
   /** The system type exists from the first start; seeding is idempotent for concurrent starts. */
   async seed(): Promise<void> {
@@ -39,7 +45,7 @@ export class EntityTypeService {
       .execute();
   }
 
-  async upsert(input: EntityTypeInput): Promise<EntityType> {
+  async upsert(actor: ChangeActor, input: EntityTypeInput): Promise<EntityType> {
     if (typeof input.key !== 'string' || !ENTITY_TYPE_KEY.test(input.key)) {
       throw badRequest('Entity type key must contain only alphanumeric characters, hyphens and underscores');
     }
@@ -50,12 +56,21 @@ export class EntityTypeService {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.description !== undefined && { description: input.description }),
     };
-    await this.db
-      .insertInto('entity_types')
-      .values({ key: input.key, name: null, description: null, ...changes, system: 0, created_date: now, modified_date: now })
-      .onConflict((oc) => oc.column('key').doUpdateSet({ ...changes, modified_date: now }))
-      .execute();
-    return this.get(input.key);
+    const key = input.key;
+    return this.db.transaction().execute(async (trx) => {
+      const before = await trx.selectFrom('entity_types').selectAll().where('key', '=', key).executeTakeFirst();
+      await trx
+        .insertInto('entity_types')
+        .values({ key, name: null, description: null, ...changes, system: 0, created_date: now, modified_date: now })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ ...changes, modified_date: now }))
+        .execute();
+      const stored = toEntityType(await trx.selectFrom('entity_types').selectAll().where('key', '=', key).executeTakeFirstOrThrow());
+      const fields = changedFields(before && toEntityType(before), stored, ['name', 'description']);
+      if (!before || Object.keys(fields).length > 0) {
+        await this.activity.append(trx, [changeRecord(actor, { target: 'entityType', id: key, action: before ? 'update' : 'create', fields }, now)]);
+      }
+      return stored;
+    });
   }
 
   async list(): Promise<EntityType[]> {
@@ -74,7 +89,7 @@ export class EntityTypeService {
     return found;
   }
 
-  async delete(key: string): Promise<void> {
+  async delete(actor: ChangeActor, key: string): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       // Locked on PostgreSQL first: an entity being created with this type through another
       // process holds the row (`resolveForStore`), so it is committed, and found below, first.
@@ -93,6 +108,7 @@ export class EntityTypeService {
         .executeTakeFirst();
       if (definition) throw conflict('Cannot delete entity type, as there are attributes referencing it');
       await trx.deleteFrom('entity_types').where('key', '=', key).execute();
+      await this.activity.append(trx, [changeRecord(actor, { target: 'entityType', id: key, action: 'delete' }, nowIso())]);
     });
   }
 }

@@ -50,7 +50,7 @@ export const regulationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
       preValidation: adminOnly,
     },
     async (request, reply) => {
-      const outcome = await vault.regulations.upsert(request.body);
+      const outcome = await vault.regulations.upsert(request.caller, request.body);
       return outcome === 'created' ? reply.status(201).send({ data: 'Regulation created' }) : { data: 'Regulation updated' };
     },
   );
@@ -77,7 +77,7 @@ export const regulationRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app
       preValidation: adminOnly,
     },
     async (request) => {
-      await vault.regulations.delete(request.params.regulationKey);
+      await vault.regulations.delete(request.caller, request.params.regulationKey);
       return { data: 'Regulation deleted' };
     },
   );

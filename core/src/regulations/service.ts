@@ -3,6 +3,8 @@ import { isUniqueViolation, toNumber, type DialectName } from '../db/dialect.js'
 import type { Database, RegulationsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound, paymentRequired } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
+import { changedFields, changeRecord, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 import { nowIso } from '../util/time.js';
 
 export interface Regulation {
@@ -56,6 +58,8 @@ export class RegulationService {
     /** Undefined: unlimited. */
     private readonly maxCustom: () => number | undefined,
     private readonly rules: () => RulesEngine,
+    /** Every change is recorded (`CHANGE`) in its transaction; the built-ins' seeding is not. */
+    private readonly activity: ActivityLog,
     /** Told when definitions lose a regulation (their cached copies are stale). */
     private readonly onDefinitionsChanged: () => void = () => {},
   ) {}
@@ -70,7 +74,7 @@ export class RegulationService {
       .execute();
   }
 
-  async upsert(input: RegulationInput): Promise<'created' | 'updated'> {
+  async upsert(actor: ChangeActor, input: RegulationInput): Promise<'created' | 'updated'> {
     if (input.key === undefined || input.key === null || input.key === '') throw badRequest('Regulation key is required');
     if (typeof input.key !== 'string' || !REGULATION_KEY.test(input.key)) {
       throw badRequest('Regulation key must contain only alphanumeric characters, hyphens and underscores');
@@ -91,9 +95,11 @@ export class RegulationService {
           await sql`select pg_advisory_xact_lock(${CUSTOM_REGULATION_LOCK}::bigint)`.execute(trx);
         }
         const now = nowIso();
-        const existing = await trx.selectFrom('regulations').select('key').where('key', '=', key).executeTakeFirst();
+        const existing = await trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key).executeTakeFirst();
         if (existing) {
           await trx.updateTable('regulations').set({ ...changes, modified_date: now }).where('key', '=', key).execute();
+          const fields = changedFields(existing, { ...existing, ...changes }, ['name', 'url']);
+          if (Object.keys(fields).length > 0) await this.activity.append(trx, [changeRecord(actor, { target: 'regulation', id: key, action: 'update', fields }, now)]);
           return 'updated' as const;
         }
         // A built-in deleted and created again is still one the vault ships with.
@@ -110,6 +116,8 @@ export class RegulationService {
           .insertInto('regulations')
           .values({ key, name: null, url: null, ...changes, builtin: builtin ? 1 : 0, created_date: now, modified_date: now })
           .execute();
+        const fields = changedFields(undefined, { name: null, url: null, ...changes }, ['name', 'url']);
+        await this.activity.append(trx, [changeRecord(actor, { target: 'regulation', id: key, action: 'create', fields }, now)]);
         return 'created' as const;
       });
     try {
@@ -149,7 +157,7 @@ export class RegulationService {
   }
 
   /** Deletes the regulation and removes it from definitions and data points, all or nothing. */
-  async delete(key: string): Promise<void> {
+  async delete(actor: ChangeActor, key: string): Promise<void> {
     if (!(await this.find(key))) throw notFound('Regulation not found');
     await this.db.transaction().execute(async (trx) => {
       if ((await this.rules().findReferencingRule(trx, 'regulation', key)) !== undefined) {
@@ -159,6 +167,7 @@ export class RegulationService {
       if (Number(deleted.numDeletedRows) === 0) throw notFound('Regulation not found');
       await trx.deleteFrom('definition_regulations').where('regulation', '=', key).execute();
       await trx.deleteFrom('datapoint_regulations').where('regulation', '=', key).execute();
+      await this.activity.append(trx, [changeRecord(actor, { target: 'regulation', id: key, action: 'delete' }, nowIso())]);
     });
     this.onDefinitionsChanged();
   }

@@ -29,7 +29,7 @@ export const tagRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
     '/tags',
     { schema: { tags, summary: 'Create a tag, or touch the one with that name', body, response: { 201: envelope(tag), ...errors(400, 403) } }, preValidation: adminOnly },
     async (request, reply) => {
-      return reply.status(201).send({ data: await vault.tags.upsert(request.body.name) });
+      return reply.status(201).send({ data: await vault.tags.upsert(request.caller, request.body.name) });
     },
   );
 
@@ -55,7 +55,7 @@ export const tagRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
       preValidation: adminOnly,
     },
     async (request) => {
-      await vault.tags.delete(request.params.tagName);
+      await vault.tags.delete(request.caller, request.params.tagName);
       return { data: 'Successfully Deleted Tag' };
     },
   );

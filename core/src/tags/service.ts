@@ -2,6 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Database, TagsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
+import { changeRecord, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 import { nowIso } from '../util/time.js';
 
 export interface Tag {
@@ -36,19 +38,25 @@ export class TagService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly rules: () => RulesEngine,
+    /** A tag created or deleted here is recorded (`CHANGE`) in its transaction. */
+    private readonly activity: ActivityLog,
     /** Told when definitions lose a tag (their cached copies are stale). */
     private readonly onDefinitionsChanged: () => void = () => {},
   ) {}
 
-  async upsert(name: unknown): Promise<Tag> {
+  async upsert(actor: ChangeActor, name: unknown): Promise<Tag> {
     if (name === undefined || name === null) throw badRequest('Tag name is required');
     const [valid] = checkTagNames([name]);
     const now = nowIso();
-    await this.db
-      .insertInto('tags')
-      .values({ name: valid, created_date: now, modified_date: now })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ modified_date: now }))
-      .execute();
+    await this.db.transaction().execute(async (trx) => {
+      const created = await trx.insertInto('tags').values({ name: valid, created_date: now, modified_date: now }).onConflict((oc) => oc.column('name').doNothing()).executeTakeFirst();
+      // A tag has nothing to change but its date: only its creation is worth a record.
+      if (Number(created.numInsertedOrUpdatedRows ?? 0) > 0) {
+        await this.activity.append(trx, [changeRecord(actor, { target: 'tag', id: valid, action: 'create' }, now)]);
+      } else {
+        await trx.updateTable('tags').set({ modified_date: now }).where('name', '=', valid).execute();
+      }
+    });
     return this.get(valid);
   }
 
@@ -71,7 +79,7 @@ export class TagService {
   }
 
   /** Removes the tag and every use of it: definitions, entities and data points, all or nothing. */
-  async delete(name: string): Promise<void> {
+  async delete(actor: ChangeActor, name: string): Promise<void> {
     if (!(await this.find(name))) throw notFound('No such tag');
     await this.db.transaction().execute(async (trx) => {
       if ((await this.rules().findReferencingRule(trx, 'tag', name)) !== undefined) {
@@ -82,6 +90,7 @@ export class TagService {
       await trx.deleteFrom('definition_tags').where('tag', '=', name).execute();
       await trx.deleteFrom('entity_tags').where('tag', '=', name).execute();
       await trx.deleteFrom('datapoint_tags').where('tag', '=', name).execute();
+      await this.activity.append(trx, [changeRecord(actor, { target: 'tag', id: name, action: 'delete' }, nowIso())]);
     });
     this.onDefinitionsChanged();
   }
