@@ -50,19 +50,22 @@ test.serial('a bulk of 10,000 events is accepted in one request and recorded who
   t.is(res.body[3].attribute, 'LOAD_NAME');
 
   await v.vault.sealer.sealAll();
-  const logged = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  // The events, beside the attribute definitions' CHANGE records.
+  const recordedEvents = () => v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).where('event_type', '<>', 'CHANGE').executeTakeFirstOrThrow();
+  const logged = await recordedEvents();
   t.is(Number(logged.n), 10_000);
   const points = await v.vault.db.selectFrom('datapoints').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
   t.is(Number(points.n), 7_500 + 2 * 2_500, 'roots plus two sub-points per name');
   const chain = await verifyActivityChain(v.vault.db);
   t.true(chain.valid);
-  t.is(chain.records, 10_000);
+  const changes = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).where('event_type', '=', 'CHANGE').executeTakeFirstOrThrow();
+  t.is(chain.records, 10_000 + Number(changes.n));
 
   const resent = await v.request('POST', '/auditlogs/bulk', { body });
   t.is(resent.status, 200);
   t.deepEqual(resent.body, res.body, 'a resend is answered as before');
   await v.vault.sealer.sealAll();
-  const again = await v.vault.db.selectFrom('activity_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const again = await recordedEvents();
   t.is(Number(again.n), 10_000, 'and recorded nothing');
 });
 

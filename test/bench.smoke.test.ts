@@ -51,7 +51,10 @@ test('the quick benchmark runs every scenario and reports numbers', async (t) =>
     t.true(figures.length > 0, `no figure for ${scenario}`);
     for (const f of figures) {
       t.is(f.problems, undefined, `${scenario} / ${f.name}: ${f.problems?.join('; ')}`);
-      t.true(typeof f.value === 'number' && Number.isFinite(f.value) && f.value > 0, `${scenario} / ${f.name} has no number`);
+      t.true(typeof f.value === 'number' && Number.isFinite(f.value), `${scenario} / ${f.name} has no number`);
+      // An added latency is a difference of two measured latencies: on a busy machine the direct
+      // path's p99 can come out the higher one, which is noise, not a missing figure.
+      if (!f.name.startsWith('added latency')) t.true((f.value ?? 0) > 0, `${scenario} / ${f.name} is not positive`);
     }
     t.true(output.includes(scenario), `${scenario} missing from the printed table`);
   }

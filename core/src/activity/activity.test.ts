@@ -256,12 +256,13 @@ test('concurrent appenders keep one linear chain', async (t) => {
   }
   await Promise.all(work);
   await fresh.vault.sealer.sealAll();
+  // 150, after EMAIL's definition (a CHANGE record, the first).
   const sealed = await verifyActivityChain(fresh.vault.db);
-  t.deepEqual(sealed, { valid: true, records: 150, unsealed: 0, lastSequence: 150, lastHash: sealed.lastHash });
+  t.deepEqual(sealed, { valid: true, records: 151, unsealed: 0, lastSequence: 151, lastHash: sealed.lastHash });
   const rows = await fresh.vault.db.selectFrom('activity_log').select('sequence').orderBy('sequence').execute();
-  t.deepEqual(rows.map((r) => Number(r.sequence)), Array.from({ length: 150 }, (_, i) => i + 1), 'sequences 1..n without gaps');
+  t.deepEqual(rows.map((r) => Number(r.sequence)), Array.from({ length: 151 }, (_, i) => i + 1), 'sequences 1..n without gaps');
   const verify = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(verify.body, { data: { valid: true, records: 150, unsealed: 0, lastSequence: 150, lastHash: sealed.lastHash } });
+  t.deepEqual(verify.body, { data: { valid: true, records: 151, unsealed: 0, lastSequence: 151, lastHash: sealed.lastHash } });
 });
 
 test('verifying a long chain leaves the vault answering other requests meanwhile', async (t) => {
@@ -288,7 +289,8 @@ test('verifying a long chain leaves the vault answering other requests meanwhile
     await res.arrayBuffer();
     if (!verified) answeredMeanwhile += 1;
   }
-  t.like(await verify, { status: 200, body: { data: { valid: true, records: 20_000 } } });
+  // The reads, and EMAIL's definition.
+  t.like(await verify, { status: 200, body: { data: { valid: true, records: 20_001 } } });
   t.true(answeredMeanwhile >= 2, `${answeredMeanwhile} health checks answered while the chain was verified`);
 });
 
@@ -312,21 +314,22 @@ test('an edited record fails verification at that record', async (t) => {
   const fresh = await startTestVault();
   t.teardown(() => fresh.close());
   await defineAttribute(fresh, EMAIL);
+  // evt-0 … evt-4 are records 2 … 6: EMAIL's definition is the first.
   for (let i = 0; i < 5; i++) await audit({ ...store(`s-${i}`), eventId: `evt-${i}` }, fresh);
   const intact = await fresh.request('GET', '/activity/verify');
-  t.like(intact.body.data, { valid: true, records: 5 });
+  t.like(intact.body.data, { valid: true, records: 6 });
 
   await dropGuards(fresh);
-  await fresh.vault.db.updateTable('activity_log').set({ application_user: 'someone else' }).where('sequence', '=', 3).execute();
+  await fresh.vault.db.updateTable('activity_log').set({ application_user: 'someone else' }).where('sequence', '=', 4).execute();
   const res = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(res.body, { data: { valid: false, records: 5, unsealed: 0, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
+  t.deepEqual(res.body, { data: { valid: false, records: 6, unsealed: 0, firstBrokenSequence: 4, firstBrokenEventId: 'evt-2' } });
 
   // Recomputing the edited record's own hash only moves the break to the next record.
   const rows = await fresh.vault.db.selectFrom('activity_log').selectAll().orderBy('sequence').execute();
   const { chainHash } = await import('./chain.js');
-  const { hash: _ignored, ...edited } = rows[2];
-  await fresh.vault.db.updateTable('activity_log').set({ hash: chainHash(rows[1].hash, edited) }).where('sequence', '=', 3).execute();
-  t.like((await verifyActivityChain(fresh.vault.db)), { valid: false, firstBrokenSequence: 4, firstBrokenEventId: 'evt-3' });
+  const { hash: _ignored, ...edited } = rows[3];
+  await fresh.vault.db.updateTable('activity_log').set({ hash: chainHash(rows[2].hash, edited) }).where('sequence', '=', 4).execute();
+  t.like((await verifyActivityChain(fresh.vault.db)), { valid: false, firstBrokenSequence: 5, firstBrokenEventId: 'evt-3' });
 });
 
 test('a point taken out of, or slipped into, a record that names several points fails verification at that record', async (t) => {
@@ -380,11 +383,12 @@ test('a deleted record fails verification at its successor', async (t) => {
   const fresh = await startTestVault();
   t.teardown(() => fresh.close());
   await defineAttribute(fresh, EMAIL);
+  // evt-0 … evt-4 are records 2 … 6: EMAIL's definition is the first.
   for (let i = 0; i < 5; i++) await audit({ ...store(`s-${i}`), eventId: `evt-${i}` }, fresh);
   await dropGuards(fresh);
-  await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 2).execute();
+  await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 3).execute();
   const res = await fresh.request('GET', '/activity/verify');
-  t.deepEqual(res.body, { data: { valid: false, records: 4, unsealed: 0, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' } });
+  t.deepEqual(res.body, { data: { valid: false, records: 5, unsealed: 0, firstBrokenSequence: 4, firstBrokenEventId: 'evt-2' } });
 });
 
 test('an empty log is valid', async (t) => {
@@ -397,7 +401,6 @@ test('an empty log is valid', async (t) => {
 test('a record is listed as soon as it is committed, and sealed into the chain moments later', async (t) => {
   const fresh = await startTestVault();
   t.teardown(() => fresh.close());
-  await defineAttribute(fresh, EMAIL);
   // Stop the background sealer so the record is caught before it is chained.
   await fresh.vault.sealer.stop();
   const subject = unique('subject');
@@ -443,18 +446,19 @@ test('a head kept outside the database reveals records cut off the end', async (
   const fresh = await startTestVault();
   t.teardown(() => fresh.close());
   await defineAttribute(fresh, EMAIL);
+  // Records 2 … 5, after EMAIL's definition.
   for (let i = 0; i < 4; i++) await audit({ ...store(`h-${i}`), eventId: `evt-${i}` }, fresh);
   const head = (await fresh.request('GET', '/activity/head')).body.data;
-  t.is(head.sequence, 4);
+  t.is(head.sequence, 5);
   const good = await fresh.request('GET', '/activity/verify', { query: { head: `${head.sequence}:${head.hash}` } });
-  t.like(good.body.data, { valid: true, records: 4, headMatches: true });
+  t.like(good.body.data, { valid: true, records: 5, headMatches: true });
 
   // The last record removed: the rest of the chain is intact, only the head shows the loss.
   await dropGuards(fresh);
-  await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 4).execute();
-  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: true, records: 3 });
+  await fresh.vault.db.deleteFrom('activity_log').where('sequence', '=', 5).execute();
+  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: true, records: 4 });
   const cut = await fresh.request('GET', '/activity/verify', { query: { head: `${head.sequence}:${head.hash}` } });
-  t.like(cut.body.data, { valid: false, records: 3, headMatches: false });
+  t.like(cut.body.data, { valid: false, records: 4, headMatches: false });
   t.is((await fresh.request('GET', '/activity/verify', { query: { head: 'latest' } })).status, 400);
 });
 
@@ -465,12 +469,13 @@ test('swapped records fail verification where the order breaks', async (t) => {
   for (let i = 0; i < 4; i++) await audit({ ...store(`r-${i}`), eventId: `evt-${i}` }, fresh);
   await fresh.vault.sealer.sealAll();
   await dropGuards(fresh);
-  // Swap the contents (hashes included) of records 2 and 3, as a reordering would.
+  // Swap the contents (hashes included) of evt-1 and evt-2, records 3 and 4 (EMAIL's definition
+  // is the first), as a reordering would.
   const rows = await fresh.vault.db.selectFrom('activity_log').selectAll().orderBy('sequence').execute();
-  const [second, third] = [rows[1], rows[2]];
-  await fresh.vault.db.deleteFrom('activity_log').where('sequence', 'in', [2, 3]).execute();
-  await fresh.vault.db.insertInto('activity_log').values([{ ...third, sequence: 2 }, { ...second, sequence: 3 }]).execute();
-  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: false, firstBrokenSequence: 2, firstBrokenEventId: 'evt-2' });
+  const [third, fourth] = [rows[2], rows[3]];
+  await fresh.vault.db.deleteFrom('activity_log').where('sequence', 'in', [3, 4]).execute();
+  await fresh.vault.db.insertInto('activity_log').values([{ ...fourth, sequence: 3 }, { ...third, sequence: 4 }]).execute();
+  t.like((await fresh.request('GET', '/activity/verify')).body.data, { valid: false, firstBrokenSequence: 3, firstBrokenEventId: 'evt-2' });
 });
 
 test('on PostgreSQL a request never waits for another holder of the seal: its records wait instead', async (t) => {

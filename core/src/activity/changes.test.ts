@@ -31,6 +31,8 @@ test('creating, changing, re-keying and deleting an application is recorded, nam
   t.is(created.status, 201);
   const { id, apiKey } = created.body.data;
   t.is((await v.request('PATCH', `/applications/${id}`, { body: { attributes: ['EMAIL', 'PHONE'], admin: false } })).status, 200);
+  // Sent again as it is: nothing changes, nothing is recorded.
+  t.is((await v.request('PATCH', `/applications/${id}`, { body: { attributes: ['EMAIL', 'PHONE', 'EMAIL'] } })).status, 200);
   const rolled = await v.request('POST', `/applications/${id}/key`, { body: { keepPreviousForSeconds: 3600 } });
   t.is(rolled.status, 200);
   t.is((await v.request('DELETE', `/applications/${id}`)).status, 200);
@@ -40,7 +42,8 @@ test('creating, changing, re-keying and deleting an application is recorded, nam
     recorded.map((e) => e.change),
     [
       { target: 'application', id, action: 'create', fields: { name: 'billing', attributes: ['EMAIL'], admin: false } },
-      { target: 'application', id, action: 'update', fields: { attributes: ['EMAIL', 'PHONE'], admin: false } },
+      // What changed: it was no admin before either.
+      { target: 'application', id, action: 'update', fields: { attributes: ['EMAIL', 'PHONE'] } },
       { target: 'application', id, action: 'rollKey', fields: { keepPreviousForSeconds: 3600, previousKeyValidUntil: rolled.body.data.previousKeyValidUntil } },
       { target: 'application', id, action: 'delete', fields: { name: 'billing' } },
     ],

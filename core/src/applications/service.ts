@@ -6,7 +6,7 @@ import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { FreshCache } from '../util/fresh-cache.js';
 import { nowIso } from '../util/time.js';
-import { changeRecord, type Change, type ChangeActor } from '../activity/changes.js';
+import { changedFields, changeRecord, type Change, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 
 export interface Application {
@@ -162,13 +162,8 @@ export class ApplicationService {
       if (current.admin === 1 && changes.admin === 0) await this.refuseLastAdmin(trx, 'Cannot demote the last admin application');
       const updated = { ...current, ...changes, modified_date: nowIso() };
       await trx.updateTable('applications').set({ ...changes, modified_date: updated.modified_date }).where('id', '=', id).execute();
-      const { name, attributes, admin } = toApplication(updated);
-      const fields = {
-        ...(changes.name !== undefined ? { name } : {}),
-        ...(changes.attributes !== undefined ? { attributes } : {}),
-        ...(changes.admin !== undefined ? { admin } : {}),
-      };
-      await this.recordChange(trx, actor, { target: 'application', id, action: 'update', fields }, updated.modified_date);
+      const fields = changedFields(toApplication(current), toApplication(updated), ['name', 'attributes', 'admin']);
+      if (Object.keys(fields).length > 0) await this.recordChange(trx, actor, { target: 'application', id, action: 'update', fields }, updated.modified_date);
       return updated;
     });
     this.callers.clear();
