@@ -15,12 +15,13 @@ export type RecordType = EventType | 'CHANGE';
 
 /**
  * A `CHANGE` record's change: an application created, changed, re-keyed or deleted, a legal
- * hold put on or lifted (by an admin, or by the rule named in `rule`), a rule saved or
- * deleted. Never a key.
+ * hold put on or lifted (by an admin, or by the rule named in `rule`), a subject purged, a rule
+ * saved or deleted, an attribute definition, entity type, tag or regulation created, changed
+ * or deleted. Never a key.
  */
 export interface AdministrativeChange {
-  target: 'application' | 'entity' | 'rule';
-  /** The application's id, the entity's id or the rule's key. */
+  target: 'application' | 'entity' | 'rule' | 'attribute' | 'entityType' | 'tag' | 'regulation';
+  /** The application's or entity's id; the rule's, attribute's, entity type's or regulation's key; the tag's name. */
   id: string;
   action: 'create' | 'update' | 'delete' | 'rollKey';
   /** The values the change set. */
