@@ -4,7 +4,7 @@
  * nothing else; the public key to stores and to nothing else.
  */
 import { isVaultApiError, VaultApiError } from './errors.js';
-import { isPrivateKey } from './keys.js';
+import { checkKeyForm, isPrivateKey } from './keys.js';
 import { Reporter, type ReporterOptions } from './reporter.js';
 import { Transport, type Request, type Response, type TransportOptions } from './transport.js';
 import type {
@@ -476,6 +476,8 @@ export class VaultClient {
 
   constructor(private readonly options: VaultClientOptions) {
     if (!options.apiKey) throw new TypeError('apiKey is required');
+    checkKeyForm(options.encryptionKey, 'encryptionKey');
+    checkKeyForm(options.decryptionKey, 'decryptionKey');
     refusePrivateKey(options.encryptionKey);
     this.transport = new Transport(options);
     this.authorization = `Bearer ${options.apiKey}`;
@@ -502,6 +504,12 @@ export class VaultClient {
   }
 
   private exchange<T>(request: Request): Promise<Response<T>> {
+    // The client's own keys were checked when it was made; a key given for one call is checked here.
+    for (const [name, value] of Object.entries(request.headers ?? {})) {
+      const header = name.toLowerCase();
+      if (header === 'x-encryption-key' && value !== this.options.encryptionKey) checkKeyForm(value, 'encryptionKey');
+      if (header === 'x-decryption-key' && value !== this.options.decryptionKey) checkKeyForm(value, 'decryptionKey');
+    }
     return this.transport.send<T>({ ...request, headers: { ...request.headers, authorization: this.authorization } });
   }
 

@@ -3,7 +3,8 @@
  * the vault's exact message) or with a 2xx body the client cannot use (`VaultApiError` with
  * that status), no answer arrived at all (`VaultNetworkError`), or the caller's signal ended
  * the call (`VaultAbortError`). Callers branch on the class: only the last two can mean "the
- * request may not have happened".
+ * request may not have happened". A key the vault would refuse is a `VaultKeyError`, thrown
+ * before anything is sent.
  */
 
 export class VaultApiError extends Error {
@@ -95,6 +96,23 @@ export class VaultAbortError extends Error {
     this.method = init.method;
     this.path = init.path;
     this.attempts = init.attempts;
+  }
+}
+
+/**
+ * A key given to the SDK (an option, a per-call override, an environment variable, a file)
+ * that the vault would refuse, found before any request: not an RSA key of the right kind, or
+ * a PEM with text before or after it, or two keys. `source` names where the key came from; the
+ * message never quotes the key, which may be a private one.
+ */
+export class VaultKeyError extends Error {
+  override readonly name = 'VaultKeyError';
+  /** `encryptionKey`, `decryptionKey`, the environment variable or the file the key came from (`Key` for `toPem`). */
+  readonly source: string;
+
+  constructor(init: { source: string; message: string }) {
+    super(init.message);
+    this.source = init.source;
   }
 }
 

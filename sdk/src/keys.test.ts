@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { VaultClient } from './client.js';
+import { parsePrivateKeyHeader, parsePublicKeyHeader } from '../../core/src/crypto/keys.js';
 import { clientFromEnv } from './env.js';
+import { VaultKeyError } from './errors.js';
 import { generateKeyPair, isPrivateKey, loadKeyFiles, loadKeysFromEnv, saveKeyPair, toHeaderValue, toPem, type KeyPair } from './keys.js';
 
 let pair: KeyPair;
@@ -103,4 +105,63 @@ test('a client refuses a private key where the public one belongs', async (t) =>
 test('clientFromEnv needs an API key', async (t) => {
   await t.throwsAsync(clientFromEnv({}), { message: 'VAULT_API_KEY is not set' });
   await t.throwsAsync(clientFromEnv({ VAULT_API_KEY: 'k'.repeat(20), VAULT_ENCRYPTION_KEY: pair.privateKey }), { message: /^VAULT_ENCRYPTION_KEY does not hold/ });
+});
+
+test('a key with text around its PEM, or a second key, is refused where it is given, without quoting it', async (t) => {
+  const dir = tempDir(t);
+  const other = await generateKeyPair({ modulusLength: 1024 });
+  const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+  const cases = {
+    before: `Bag Attributes\n    localKeyID: 01 00 00 00\n${pair.privatePem}`,
+    after: `${pair.privatePem}# the vault's key\n`,
+    twoKeys: `${pair.privatePem}${other.privatePem}`,
+  };
+  const refused = (source: string) => ({
+    instanceOf: VaultKeyError,
+    message: `${source} holds more than one PEM block: text before or after the key, or a second key, which the vault refuses`,
+  });
+  for (const [name, pem] of Object.entries(cases)) {
+    const file = join(dir, `${name}.pem`);
+    writeFileSync(file, pem);
+    const err = await t.throwsAsync(loadKeyFiles({ privateKeyFile: file }), refused(file));
+    t.is(err?.source, file);
+    t.false(err!.message.includes('MII'), 'no key material in the message');
+    await t.throwsAsync(loadKeysFromEnv({ VAULT_DECRYPTION_KEY: base64(pem) }), refused('VAULT_DECRYPTION_KEY'));
+    t.throws(() => toPem(pem), refused('Key'));
+    t.throws(() => toHeaderValue(base64(pem)), refused('Key'));
+    t.throws(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), decryptionKey: base64(pem) }), refused('decryptionKey'));
+    const publicPem = pem.replaceAll(pair.privatePem, pair.publicPem).replaceAll(other.privatePem, other.publicPem);
+    t.throws(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), encryptionKey: base64(publicPem) }), refused('encryptionKey'));
+  }
+
+  // A key given for one call is checked before anything is sent (port 1 would refuse the connection).
+  const client = new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), retry: false });
+  t.teardown(() => client.close());
+  const twoPublic = base64(`${pair.publicPem}${other.publicPem}`);
+  await t.throwsAsync(client.dataSubjects.storeAttributes('s', [{ attribute: 'A', value: 'v' }], { encryptionKey: twoPublic }), refused('encryptionKey'));
+  await t.throwsAsync(client.data.get('p', { decryptionKey: base64(cases.after) }), refused('decryptionKey'));
+  await t.throwsAsync(client.request({ method: 'GET', path: '/data/p', headers: { 'X-Decryption-Key': base64(cases.before) }, idempotent: true }), refused('decryptionKey'));
+});
+
+test('a key with surrounding whitespace or CRLF line ends is one PEM block, and the vault takes it', async (t) => {
+  const dir = tempDir(t);
+  const crlf = (pem: string) => pem.replaceAll('\n', '\r\n');
+  const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+  const publicForms = [`\n\n  ${pair.publicPem}\n\t`, crlf(pair.publicPem), `\r\n${crlf(pair.publicPem)}\r\n\r\n`];
+  const privateForms = [`  ${pair.privatePem}\n\n`, crlf(pair.privatePem), `\r\n${crlf(pair.privatePem)}  `];
+  for (const [i, pem] of publicForms.entries()) {
+    writeFileSync(join(dir, `pub${i}.pem`), pem);
+    const { encryptionKey } = await loadKeyFiles({ publicKeyFile: join(dir, `pub${i}.pem`) });
+    t.is(parsePublicKeyHeader(encryptionKey).export({ type: 'spki', format: 'pem' }), pair.publicPem);
+    t.notThrows(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), encryptionKey: base64(pem) }).close());
+    t.notThrows(() => parsePublicKeyHeader(base64(pem)), 'the vault takes what the SDK sends as given');
+    t.is(toPem(pem).trim(), pem.trim());
+  }
+  for (const [i, pem] of privateForms.entries()) {
+    writeFileSync(join(dir, `key${i}.pem`), pem);
+    const { decryptionKey } = await loadKeyFiles({ privateKeyFile: join(dir, `key${i}.pem`) });
+    t.is(parsePrivateKeyHeader(decryptionKey).export({ type: 'pkcs8', format: 'pem' }), pair.privatePem);
+    t.notThrows(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), decryptionKey: base64(pem) }).close());
+    t.notThrows(() => parsePrivateKeyHeader(base64(pem)));
+  }
 });

@@ -6,6 +6,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPair as generateRsa } from 'node:crypto';
 import { promisify } from 'node:util';
 import { readFile, writeFile } from 'node:fs/promises';
+import { VaultKeyError } from './errors.js';
 
 const generateRsaAsync = promisify(generateRsa);
 
@@ -28,13 +29,48 @@ export async function generateKeyPair(options: { modulusLength?: number } = {}):
   return { publicKey: toHeaderValue(publicKey), privateKey: toHeaderValue(privateKey), publicPem: publicKey, privatePem: privateKey };
 }
 
-/** The PEM text inside a header value, a PEM, or base64 of a PEM. */
-export function toPem(key: string): string {
+/**
+ * One PEM block and nothing else but whitespace: what the vault takes (core/src/crypto/keys.ts).
+ * OpenSSL would read the first block of a file with text around it, or with a second key, and
+ * the vault refuses such a header, so the SDK refuses it where it is given rather than at the
+ * first request. Each quantified part is followed by a character it cannot match (`-`), so it
+ * cannot backtrack catastrophically however long or hostile the input.
+ */
+const PEM_BLOCK = /^-----BEGIN ([A-Z0-9 ]+)-----[A-Za-z0-9+/=\s]+-----END \1-----$/;
+
+/**
+ * The PEM inside `key` (a PEM, or base64 of one), undefined when it holds none; a
+ * `VaultKeyError` naming `source` when the PEM is not one block alone.
+ */
+function pemIn(key: string, source: string): string | undefined {
   const text = key.trim();
-  if (text.startsWith('-----BEGIN')) return text.endsWith('\n') ? text : `${text}\n`;
-  const decoded = Buffer.from(text, 'base64').toString('utf8');
-  if (!decoded.includes('-----BEGIN')) throw new Error('Key is neither PEM nor base64 of a PEM');
-  return decoded;
+  // Text before the PEM (OpenSSL's "Bag Attributes") still makes it a PEM, refused below.
+  const pem = text.includes('-----BEGIN') ? `${text}\n` : Buffer.from(text, 'base64').toString('utf8');
+  if (!pem.includes('-----BEGIN')) return undefined;
+  if (!PEM_BLOCK.test(pem.trim())) {
+    // Never quote the input: it may be key material.
+    throw new VaultKeyError({ source, message: `${source} holds more than one PEM block: text before or after the key, or a second key, which the vault refuses` });
+  }
+  return pem;
+}
+
+/**
+ * Refuses a key the vault would refuse for its form, so the caller learns where the key is
+ * given rather than from the first request. A value that is no PEM at all is the vault's to
+ * refuse (400), as before.
+ */
+export function checkKeyForm(key: string | undefined, source: string): void {
+  if (key !== undefined) pemIn(key, source);
+}
+
+/**
+ * The PEM text inside a header value, a PEM, or base64 of a PEM. A `VaultKeyError` when it is
+ * none of these, or when the PEM has text around it or a second key.
+ */
+export function toPem(key: string): string {
+  const pem = pemIn(key, 'Key');
+  if (pem === undefined) throw new VaultKeyError({ source: 'Key', message: 'Key is neither PEM nor base64 of a PEM' });
+  return pem;
 }
 
 /** The header form (base64 of the PEM) of a PEM or of a value already in header form. */
@@ -55,15 +91,15 @@ export function isPrivateKey(key: string): boolean {
 }
 
 function checked(kind: 'public' | 'private', key: string, source: string): string {
-  let pem: string;
+  const pem = pemIn(key, source);
   try {
-    pem = toPem(key);
+    if (pem === undefined) throw new Error('no PEM');
     if (kind === 'public' && isPrivateKey(pem)) throw new Error('private');
     const parsed = kind === 'public' ? createPublicKey(pem) : createPrivateKey(pem);
     if (parsed.asymmetricKeyType !== 'rsa') throw new Error('not RSA');
   } catch {
     // Never quote the input: it may be key material.
-    throw new Error(`${source} does not hold an RSA ${kind} key in PEM (or base64 of PEM)`);
+    throw new VaultKeyError({ source, message: `${source} does not hold an RSA ${kind} key in PEM (or base64 of PEM)` });
   }
   return Buffer.from(pem, 'utf8').toString('base64');
 }
