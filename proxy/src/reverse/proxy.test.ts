@@ -102,6 +102,13 @@ class Upstream {
         }
         return res.end();
       }
+      const legacy = req.headers['x-body-encoding'] as BufferEncoding | undefined;
+      if (req.method === 'POST' && url === '/users' && legacy) {
+        // A service that reads and answers in a legacy charset, labelled as such.
+        const sent = JSON.parse(body.toString(legacy)) as { id: string };
+        res.writeHead(201, { 'content-type': `application/json; charset=${req.headers['x-answer-charset']}` });
+        return res.end(Buffer.from(JSON.stringify(sent), legacy));
+      }
       if (req.method === 'POST' && url === '/users') {
         return json(201, { id: `u-${this.nextId++}`, ...JSON.parse(body.toString()) }, { 'x-upstream': 'users', 'set-cookie': ['a=1', 'b=2'] });
       }
@@ -382,8 +389,8 @@ test.serial('a client hanging up before the upstream answers does not disturb th
   await after.body.dump();
 });
 
-async function lostEvents(reason: string): Promise<number> {
-  const text = await (await fetch(`${sidecar.url}/metrics`)).text();
+async function lostEvents(reason: string, sidecarUrl = sidecar.url): Promise<number> {
+  const text = await (await fetch(`${sidecarUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`sidecar_proxy_events_lost_total{reason="${reason}"}`));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
@@ -459,6 +466,62 @@ test('events lost to a body over the limit are logged, without the body', async 
   t.like(lost[1], { level: 40, component: 'proxy', route: 1, reason: 'response-body-unavailable', events: 2 });
   const text = JSON.stringify(lines);
   for (const secret of ['secret-address', 'clerk-secret', 'u-7@example.test', '+49 30']) t.false(text.includes(secret), secret);
+});
+
+test('JSON bodies are read in their declared charset; in one Node cannot decode, their events are logged as lost', async (t) => {
+  const prefix2 = uniquePrefix('proxy-charset');
+  const { logger, lines } = capturingLogger();
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: upstreamUrl, routesFile, proxyBodyLimit: 4096, batchMs: 10,
+  }, { logger });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+  });
+  const store = async (user: { id: string; email: string; phone: string }, encoding: BufferEncoding, requestCharset: string, answerCharset: string) => {
+    const body = Buffer.from(JSON.stringify(user), encoding);
+    const res = await request(`${other.proxyUrl}/users`, {
+      method: 'POST', headers: { 'content-type': `application/json; charset=${requestCharset}`, 'x-body-encoding': encoding, 'x-answer-charset': answerCharset }, body,
+    });
+    t.is(res.statusCode, 201);
+    const answer = Buffer.from(await res.body.arrayBuffer());
+    t.deepEqual(answer, Buffer.from(JSON.stringify(user), encoding), 'the answer byte for byte');
+    t.is(res.headers['content-type'], `application/json; charset=${answerCharset}`);
+    t.deepEqual(upstream.seen.at(-1)!.body, body, 'the request byte for byte');
+  };
+  const storesOf = (id: string) => waitFor(() => {
+    const found = eventsFor((e) => e.eventType === 'STORE' && e.subjectId === id);
+    return found.length === 2 ? found : undefined;
+  }, { message: `two STORE events for ${id}` });
+
+  for (const [label, encoding] of [['iso-8859-1', 'latin1'], ['latin1', 'latin1'], ['"windows-1252"', 'latin1'], ['UTF-16LE', 'utf16le']] as const) {
+    const user = { id: `${uniquePrefix('jürgen')}-${label}`, email: 'jürgen@straße.example', phone: '+49 30 ½' };
+    await store(user, encoding, label, label);
+    const stores = await storesOf(user.id);
+    t.deepEqual(stores.map((e) => e.data), [
+      { attribute: 'email', value: user.email, regulations: ['GDPR'], reportOnly: true },
+      { attribute: 'phone', value: user.phone, regulations: ['GDPR'], reportOnly: true },
+    ], label);
+  }
+
+  // A charset Node has no decoder for: the traffic goes through untouched, the events are lost and said so.
+  const lostRequest = await lostEvents('request-body-unavailable', other.url);
+  const lostResponse = await lostEvents('response-body-unavailable', other.url);
+  await store({ id: uniquePrefix('klingon-answer'), email: 'qapla@example.test', phone: '1' }, 'latin1', 'latin1', 'x-klingon');
+  await store({ id: uniquePrefix('klingon-request'), email: 'qapla@example.test', phone: '2' }, 'latin1', 'x-klingon', 'latin1');
+  // (An answer without its subject id also loses its events as subject-not-found, logged apart.)
+  const lost = await waitFor(() => {
+    const found = lines.filter((l) => String(l.reason).endsWith('-body-unavailable'));
+    return found.length === 2 ? found : undefined;
+  }, { message: 'two warnings' });
+  t.like(lost[0], { level: 40, component: 'proxy', route: 0, reason: 'response-body-unavailable', events: 2, contentType: 'application/json; charset=x-klingon' });
+  t.is(lost[0].msg, "events lost: the response body's charset cannot be decoded");
+  t.like(lost[1], { level: 40, component: 'proxy', route: 0, reason: 'request-body-unavailable', events: 2, contentType: 'application/json; charset=x-klingon' });
+  t.is(lost[1].msg, "events lost: the request body's charset cannot be decoded");
+  t.is(await lostEvents('request-body-unavailable', other.url), lostRequest + 1);
+  t.is(await lostEvents('response-body-unavailable', other.url), lostResponse + 1);
+  t.false(JSON.stringify(lines).includes('qapla'), 'never the body');
+  t.deepEqual(eventsFor((e) => e.subjectId?.includes('klingon') === true), [], 'no event from a body read in the wrong charset');
 });
 
 test('20 KiB of headers go through both ways', async (t) => {

@@ -8,7 +8,7 @@ import { stampEvent } from '../ingest/validate.js';
 import type { SidecarMetrics } from '../metrics.js';
 import { backoffDelay, sleep } from '../delivery/backoff.js';
 import type { EventProducer } from '../queue/producer.js';
-import { Tap, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
+import { Tap, charsetOf, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
 import { buildEvents } from './events.js';
 import { forwardHeaders, hasBody, originForm, responseHeaders } from './headers.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
@@ -109,14 +109,19 @@ export class ReverseProxy {
     let body: Readable | Buffer | null = hasBody(req) ? req : null;
     let requestBody: unknown;
     let requestBodyMissing = false;
+    let requestCharsetUnknown = false;
     if (match?.route.needsRequestBody && body !== null) {
       const declared = Number(req.headers['content-length'] ?? NaN);
-      if (isJson(req.headers['content-type']) && !(declared > this.options.bodyLimit)) {
+      const json = isJson(req.headers['content-type']);
+      // Read in any charset but its own, ids and values would be reported other than they were sent.
+      const charset = json ? charsetOf(req.headers['content-type']) : undefined;
+      requestCharsetUnknown = json && charset === undefined;
+      if (charset !== undefined && !(declared > this.options.bodyLimit)) {
         const read = await readUpTo(req, this.options.bodyLimit);
         if (read.complete) {
           const buffer = Buffer.concat(read.chunks);
           body = buffer;
-          requestBody = parseJson(buffer);
+          requestBody = parseJson(buffer, charset);
         } else {
           body = Readable.from(resume(read.chunks, req));
         }
@@ -153,7 +158,7 @@ export class ReverseProxy {
     const reporting = match !== undefined && succeeded && !match.undecodable;
     const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
     const query = () => new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
-    if (reporting && requestBodyMissing) this.bodyUnavailable(match, 'request');
+    if (reporting && requestBodyMissing) this.bodyUnavailable(match, 'request', requestCharsetUnknown ? req.headers['content-type'] : undefined);
     // Events that need nothing from the response body are handed over before it streams.
     if (reporting && !tap) this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody });
 
@@ -164,22 +169,34 @@ export class ReverseProxy {
     }
     const complete = await relay(upstream.body, res, tap, false);
     let responseBody: unknown;
-    if (complete && !tap.overflow && isJson(upstream.headers['content-type'] as string | undefined)) {
-      responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit));
+    let unknownCharset: string | undefined;
+    const contentType = upstream.headers['content-type'] as string | undefined;
+    if (complete && !tap.overflow && isJson(contentType)) {
+      const charset = charsetOf(contentType);
+      if (charset === undefined) unknownCharset = contentType;
+      else responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit), charset);
     }
-    if (responseBody === undefined) this.bodyUnavailable(match, 'response');
+    if (responseBody === undefined) this.bodyUnavailable(match, 'response', unknownCharset);
     this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody, responseBody });
     // Only now may the client see the end of the response: its next request's events are
     // then handed to the producer after these, and the producer keeps that order into Redis.
     if (complete && !res.destroyed) res.end();
   }
 
-  /** Counted once per request, as the README says; logged with what an operator can act on. */
-  private bodyUnavailable(match: RouteMatch, body: 'request' | 'response'): void {
+  /**
+   * Counted once per request, as the README says; logged with what an operator can act on.
+   * `contentType` when the body was at hand but labelled with a charset Node cannot decode.
+   */
+  private bodyUnavailable(match: RouteMatch, body: 'request' | 'response', contentType?: string): void {
     const reason = `${body}-body-unavailable` as const;
     this.options.metrics.proxyEventsLost.inc({ reason });
     const { route } = match;
     const events = route.subjectId?.kind === body ? route.attributes.length : route.attributes.filter((a) => a.source?.kind === body).length;
+    if (contentType !== undefined) {
+      // The header is the upstream's or the client's: bounded, since it lands in the log.
+      this.options.log.warn({ route: route.index, reason, events, contentType: contentType.slice(0, 200) }, `events lost: the ${body} body's charset cannot be decoded`);
+      return;
+    }
     this.options.log.warn({ route: route.index, reason, events }, `events lost: the ${body} body is not at hand (over the limit, not JSON, or cut short)`);
   }
 
