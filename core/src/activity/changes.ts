@@ -2,10 +2,10 @@
  * Administrative changes in the activity log: who gave an application access to what, rolled
  * its key or removed it, put a subject under legal hold or lifted it (an admin, or a rule),
  * purged a subject, changed the rules that decide blocks and holds, or the registry that says
- * what an attribute is (its sensitivity, regulations, whether it is indexed). A privacy officer proves what was done
- * with the data from the same tamper-evident chain as the data events: a `CHANGE` record
- * commits in the transaction of the change it describes, and never holds a secret (an API
- * key's roll is recorded, never the key).
+ * what an attribute is (its schema, tags, regulations, whether it is indexed). A privacy
+ * officer proves what was done with the data from the same tamper-evident chain as the data
+ * events: a `CHANGE` record commits in the transaction of the change it describes, and never
+ * holds a secret (an API key's roll is recorded, never the key).
  */
 import type { ActivityRecord, EventOrigin } from './log.js';
 
