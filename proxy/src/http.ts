@@ -80,18 +80,22 @@ export function refuseOversizedContinue(server: Server, bodyLimit: number): void
 }
 
 /** Charsets whose text is read exactly as UTF-8: UTF-8 itself, and ASCII, a subset of it. */
-const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+export const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
 
-/** Whether every `charset` parameter of a Content-Type (none is fine: JSON is UTF-8) names UTF-8. */
-export function utf8Charset(contentType: string | undefined): boolean {
-  if (contentType === undefined) return true;
-  for (const parameter of contentType.split(';').slice(1)) {
+/** Every `charset` parameter of a Content-Type, lower-cased and unquoted, in order (none: JSON is UTF-8). */
+export function charsetLabels(contentType: string | undefined): string[] {
+  const labels: string[] = [];
+  for (const parameter of (contentType ?? '').split(';').slice(1)) {
     const at = parameter.indexOf('=');
     if (at === -1 || parameter.slice(0, at).trim().toLowerCase() !== 'charset') continue;
-    const value = parameter.slice(at + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
-    if (!UTF8_CHARSETS.has(value)) return false;
+    labels.push(parameter.slice(at + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase());
   }
-  return true;
+  return labels;
+}
+
+/** Whether every `charset` parameter of a Content-Type names UTF-8 (none is fine). */
+export function utf8Charset(contentType: string | undefined): boolean {
+  return charsetLabels(contentType).every((label) => UTF8_CHARSETS.has(label));
 }
 
 /**

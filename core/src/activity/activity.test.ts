@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { CompiledQuery, sql } from 'kysely';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { fuzzRoutes } from '../testing/fuzz.js';
-import { defineAttribute, unique } from '../audit/fixtures.js';
+import { defineAttribute, dropActivityGuards as dropGuards, unique } from '../audit/fixtures.js';
 import { entryPage, verifyActivityChain } from './service.js';
 import type { ActivityRecord } from './log.js';
 import { toRecordRow } from './records.js';
@@ -48,15 +48,6 @@ async function appendPending(target: TestVault, records: Partial<ActivityRecord>
     .execute();
 }
 
-/** The triggers keep honest code from editing the log; a tamperer with the database drops them. */
-async function dropGuards(target: TestVault): Promise<void> {
-  if (target.vault.dialect === 'postgres') {
-    await sql`drop trigger activity_log_no_update on activity_log`.execute(target.vault.db);
-  } else {
-    await sql`drop trigger activity_log_no_update`.execute(target.vault.db);
-    await sql`drop trigger activity_log_no_delete`.execute(target.vault.db);
-  }
-}
 
 test('records list oldest first with the event’s fields and a hash, never a value', async (t) => {
   const subject = unique('subject');

@@ -5,9 +5,8 @@
  * of its own: these tests add admins and rules.
  */
 import test from 'ava';
-import { sql } from 'kysely';
 import { startTestVault, type TestVault } from '../testing/harness.js';
-import { defineAttribute, unique } from '../audit/fixtures.js';
+import { defineAttribute, dropActivityGuards, unique } from '../audit/fixtures.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -137,8 +136,7 @@ test('a change is covered by the chain: editing what a CHANGE record says fails 
   const created = await tampered.request('POST', '/applications', { body: { name: 'reader', attributes: ['EMAIL'] } });
   await tampered.request('POST', '/applications', { body: { name: 'other' } });
   t.like((await tampered.request('GET', '/activity/verify')).body.data, { valid: true, records: 2 });
-  if (tampered.vault.dialect === 'postgres') await sql`drop trigger activity_log_no_update on activity_log`.execute(tampered.vault.db);
-  else await sql`drop trigger activity_log_no_update`.execute(tampered.vault.db);
+  await dropActivityGuards(tampered);
   // What a tamperer would want the log to say: the application could read everything.
   const widened = JSON.stringify({ target: 'application', id: created.body.data.id, action: 'create', fields: { name: 'reader', attributes: ['*'], admin: false } });
   await tampered.vault.db.updateTable('activity_log').set({ change: widened }).where('sequence', '=', 1).execute();

@@ -7,12 +7,17 @@
  * events: a `CHANGE` record commits in the transaction of the change it describes, and never
  * holds a secret (an API key's roll is recorded, never the key).
  */
-import type { ActivityRecord, EventOrigin } from './log.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { ActivityLog, ActivityRecord, EventOrigin } from './log.js';
 
 export const CHANGE = 'CHANGE';
 
-export type ChangeTarget = 'application' | 'entity' | 'rule' | 'attribute' | 'entityType' | 'tag' | 'regulation';
-export type ChangeAction = 'create' | 'update' | 'delete' | 'rollKey';
+/** What a change can be about and do; the API's schema lists the same (`routes.ts`). */
+export const CHANGE_TARGETS = ['application', 'entity', 'rule', 'attribute', 'entityType', 'tag', 'regulation'] as const;
+export const CHANGE_ACTIONS = ['create', 'update', 'delete', 'rollKey'] as const;
+export type ChangeTarget = (typeof CHANGE_TARGETS)[number];
+export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
 
 export interface Change {
   target: ChangeTarget;
@@ -42,14 +47,28 @@ export function changeRecord(actor: ChangeActor, change: Change, timestamp: stri
   };
 }
 
+/** Appends the change's record inside `trx`, the transaction that makes the change. */
+export function recordChange(log: ActivityLog, trx: Kysely<Database>, actor: ChangeActor, change: Change, timestamp: string): Promise<void> {
+  return log.append(trx, [changeRecord(actor, change, timestamp)]);
+}
+
 /**
- * The members of `after` (among `keys`) that differ from `before`, compared as JSON: what an
- * update set, without what it sent unchanged. `before` undefined (a create): all of them.
+ * A create or an update, from the object before (undefined: a create) and after: a create
+ * carries every member among `keys`, an update those that differ (compared as JSON). An
+ * update that changed none records nothing: clients post what exists to make sure it does.
  */
-export function changedFields<T extends object>(before: T | undefined, after: T, keys: readonly (keyof T & string)[]): Record<string, unknown> {
+export async function recordUpsert<T extends object>(
+  log: ActivityLog,
+  trx: Kysely<Database>,
+  actor: ChangeActor,
+  subject: { target: ChangeTarget; id: string; before: T | undefined; after: T; keys: readonly (keyof T & string)[] },
+  timestamp: string,
+): Promise<void> {
+  const { before, after, keys } = subject;
   const fields: Record<string, unknown> = {};
   for (const key of keys) {
     if (before === undefined || JSON.stringify(before[key]) !== JSON.stringify(after[key])) fields[key] = after[key];
   }
-  return fields;
+  if (before !== undefined && Object.keys(fields).length === 0) return;
+  await recordChange(log, trx, actor, { target: subject.target, id: subject.id, action: before === undefined ? 'create' : 'update', fields }, timestamp);
 }

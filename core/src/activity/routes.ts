@@ -3,13 +3,14 @@ import { requireAdmin } from '../access/caller.js';
 import { envelope, errors } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
 import { ActivityService, parseChainHead, type ActivityQuery } from './service.js';
+import { CHANGE, CHANGE_ACTIONS, CHANGE_TARGETS } from './changes.js';
 
 /** Text that both databases store as sent: no NUL, no unpaired surrogate. */
 export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
 const text = (maxLength: number) => ({ type: 'string', maxLength, pattern: TEXT_PATTERN }) as const;
 
 /** The data events, and `CHANGE`: an administrative change (`changes.ts`). */
-const eventTypeEnum = ['READ', 'STORE', 'UPDATE', 'DELETE', 'CHANGE'] as const;
+const eventTypeEnum = ['READ', 'STORE', 'UPDATE', 'DELETE', CHANGE] as const;
 
 const query = {
   type: 'object',
@@ -63,9 +64,9 @@ export const activityEntrySchema = {
       type: 'object',
       description: 'A `CHANGE` record’s administrative change: an application’s access or key, a legal hold or a purge, a rule, the registry. Never a key',
       properties: {
-        target: { type: 'string', enum: ['application', 'entity', 'rule', 'attribute', 'entityType', 'tag', 'regulation'] },
+        target: { type: 'string', enum: CHANGE_TARGETS },
         id: { type: 'string', description: 'The application’s or entity’s id; the rule’s, attribute’s, entity type’s or regulation’s key; the tag’s name' },
-        action: { type: 'string', enum: ['create', 'update', 'delete', 'rollKey'] },
+        action: { type: 'string', enum: CHANGE_ACTIONS },
         fields: { type: 'object', additionalProperties: true, description: 'The values the change set' },
         rule: { type: 'string', description: 'The rule whose action made the change, when a rule did' },
       },

@@ -6,7 +6,7 @@ import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { FreshCache } from '../util/fresh-cache.js';
 import { nowIso } from '../util/time.js';
-import { changedFields, changeRecord, type Change, type ChangeActor } from '../activity/changes.js';
+import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 
 export interface Application {
@@ -93,6 +93,9 @@ function toApplication(row: ApplicationsTable): Application {
   return application;
 }
 
+/** What an application's CHANGE records compare and carry: never its key. */
+const APPLICATION_FIELDS = ['name', 'attributes', 'admin'] as const;
+
 /** How long an authenticated key is trusted without asking the database again. */
 const AUTH_CACHE_MS = 1000;
 
@@ -109,10 +112,6 @@ export class ApplicationService {
     /** Every change is recorded (`CHANGE`) in the transaction that makes it. */
     private readonly activity: ActivityLog,
   ) {}
-
-  private recordChange(trx: Kysely<Database>, actor: ChangeActor, change: Change, timestamp: string): Promise<void> {
-    return this.activity.append(trx, [changeRecord(actor, change, timestamp)]);
-  }
 
   /** `actor` undefined: the vault's own first admin, which is not recorded (a fresh vault's log is empty). */
   async create(actor: ChangeActor | undefined, input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
@@ -138,8 +137,8 @@ export class ApplicationService {
     try {
       await this.db.transaction().execute(async (trx) => {
         await trx.insertInto('applications').values(row).execute();
-        const fields = { name: application.name, attributes: application.attributes, admin: application.admin };
-        if (actor) await this.recordChange(trx, actor, { target: 'application', id: row.id, action: 'create', fields }, now);
+        const subject = { target: 'application' as const, id: row.id, before: undefined, after: application, keys: APPLICATION_FIELDS };
+        if (actor) await recordUpsert(this.activity, trx, actor, subject, now);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(KEY_IN_USE);
@@ -162,8 +161,8 @@ export class ApplicationService {
       if (current.admin === 1 && changes.admin === 0) await this.refuseLastAdmin(trx, 'Cannot demote the last admin application');
       const updated = { ...current, ...changes, modified_date: nowIso() };
       await trx.updateTable('applications').set({ ...changes, modified_date: updated.modified_date }).where('id', '=', id).execute();
-      const fields = changedFields(toApplication(current), toApplication(updated), ['name', 'attributes', 'admin']);
-      if (Object.keys(fields).length > 0) await this.recordChange(trx, actor, { target: 'application', id, action: 'update', fields }, updated.modified_date);
+      const subject = { target: 'application' as const, id, before: toApplication(current), after: toApplication(updated), keys: APPLICATION_FIELDS };
+      await recordUpsert(this.activity, trx, actor, subject, updated.modified_date);
       return updated;
     });
     this.callers.clear();
@@ -198,7 +197,7 @@ export class ApplicationService {
         await trx.updateTable('applications').set(changes).where('id', '=', id).execute();
         // The keys are never recorded, only until when the old one still works.
         const fields = { keepPreviousForSeconds: keep, ...(changes.previous_key_expires ? { previousKeyValidUntil: changes.previous_key_expires } : {}) };
-        await this.recordChange(trx, actor, { target: 'application', id, action: 'rollKey', fields }, changes.modified_date);
+        await recordChange(this.activity, trx, actor, { target: 'application', id, action: 'rollKey', fields }, changes.modified_date);
         return { ...current, ...changes };
       });
       this.callers.clear();
@@ -257,7 +256,7 @@ export class ApplicationService {
       if (app.admin === 1) await this.refuseLastAdmin(trx, 'Cannot delete the last admin application');
       await trx.deleteFrom('applications').where('id', '=', id).execute();
       // Its name, for a reader of the log once the application is gone.
-      await this.recordChange(trx, actor, { target: 'application', id, action: 'delete', fields: { name: app.name } }, nowIso());
+      await recordChange(this.activity, trx, actor, { target: 'application', id, action: 'delete', fields: { name: app.name } }, nowIso());
     });
     this.callers.clear();
   }

@@ -4,6 +4,17 @@ import type { TestVault } from '../testing/harness.js';
 import type { RulesEngine } from '../rules/engine.js';
 import { forbidden } from '../errors.js';
 import { toNumber } from '../db/dialect.js';
+import { sql } from 'kysely';
+
+/** The triggers keep honest code from editing the log; a tamperer with the database drops them. */
+export async function dropActivityGuards(target: TestVault): Promise<void> {
+  if (target.vault.dialect === 'postgres') {
+    await sql`drop trigger activity_log_no_update on activity_log`.execute(target.vault.db);
+  } else {
+    await sql`drop trigger activity_log_no_update`.execute(target.vault.db);
+    await sql`drop trigger activity_log_no_delete`.execute(target.vault.db);
+  }
+}
 
 /** A name no other test of the run uses. */
 export function unique(prefix: string): string {

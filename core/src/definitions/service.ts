@@ -8,7 +8,7 @@ import type { RulesEngine } from '../rules/engine.js';
 import { checkTagNames } from '../tags/service.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
-import { changedFields, changeRecord, type ChangeActor } from '../activity/changes.js';
+import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { allDefinitions, findDefinition, type Definition } from './repository.js';
 import { ATTRIBUTE_KEY, isCompatibleChange, normalizeSchema, type Schema } from './schema.js';
@@ -76,7 +76,7 @@ export class DefinitionService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly rules: () => RulesEngine,
-    /** Every change is recorded (`CHANGE`) in its transaction: a definition says how sensitive values are, and under which regulations. */
+    /** Every change is recorded (`CHANGE`) in its transaction: a definition says what is indexed, and under which regulations. */
     private readonly activity: ActivityLog,
     /** Told after every change, so cached definitions are re-read. */
     private readonly onChange: () => void = () => {},
@@ -136,11 +136,7 @@ export class DefinitionService {
         }
         await this.replaceLinks(trx, key, next);
         const stored = (await findDefinition(trx, key))!;
-        // Posting a definition as it is (clients make sure it exists) changes nothing worth a record.
-        const fields = changedFields(existing, stored, DEFINITION_FIELDS);
-        if (!existing || Object.keys(fields).length > 0) {
-          await this.activity.append(trx, [changeRecord(actor, { target: 'attribute', id: key, action: existing ? 'update' : 'create', fields }, now)]);
-        }
+        await recordUpsert(this.activity, trx, actor, { target: 'attribute', id: key, before: existing, after: stored, keys: DEFINITION_FIELDS }, now);
         return stored;
       });
     try {
@@ -238,7 +234,7 @@ export class DefinitionService {
       await trx.deleteFrom('definition_tags').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_regulations').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_entity_types').where('definition_key', '=', key).execute();
-      await this.activity.append(trx, [changeRecord(actor, { target: 'attribute', id: key, action: 'delete' }, nowIso())]);
+      await recordChange(this.activity, trx, actor, { target: 'attribute', id: key, action: 'delete' }, nowIso());
     });
     this.onChange();
   }

@@ -7,7 +7,7 @@ import { badRequest, BUSY_MESSAGE, forbidden, notFound, VaultError } from '../er
 import { checkTagNames } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
-import { changeRecord } from '../activity/changes.js';
+import { recordChange } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 
 export const ENTITY_ID_MAX = 512;
@@ -148,7 +148,7 @@ export class EntityService {
           .execute();
         if (holdChanges) {
           const change = { target: 'entity' as const, id, action: created ? ('create' as const) : ('update' as const), fields: { legalHold: input.legalHold } };
-          await this.activity.append(trx, [changeRecord(caller, change, now)]);
+          await recordChange(this.activity, trx, caller, change, now);
         }
       }
       return { entity: (await findEntity(trx, id))!, created };

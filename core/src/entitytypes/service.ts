@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { Database, EntityTypesTable } from '../db/schema.js';
 import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
-import { changedFields, changeRecord, type ChangeActor } from '../activity/changes.js';
+import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { nowIso } from '../util/time.js';
 
@@ -65,10 +65,7 @@ export class EntityTypeService {
         .onConflict((oc) => oc.column('key').doUpdateSet({ ...changes, modified_date: now }))
         .execute();
       const stored = toEntityType(await trx.selectFrom('entity_types').selectAll().where('key', '=', key).executeTakeFirstOrThrow());
-      const fields = changedFields(before && toEntityType(before), stored, ['name', 'description']);
-      if (!before || Object.keys(fields).length > 0) {
-        await this.activity.append(trx, [changeRecord(actor, { target: 'entityType', id: key, action: before ? 'update' : 'create', fields }, now)]);
-      }
+      await recordUpsert(this.activity, trx, actor, { target: 'entityType', id: key, before: before && toEntityType(before), after: stored, keys: ['name', 'description'] }, now);
       return stored;
     });
   }
@@ -108,7 +105,7 @@ export class EntityTypeService {
         .executeTakeFirst();
       if (definition) throw conflict('Cannot delete entity type, as there are attributes referencing it');
       await trx.deleteFrom('entity_types').where('key', '=', key).execute();
-      await this.activity.append(trx, [changeRecord(actor, { target: 'entityType', id: key, action: 'delete' }, nowIso())]);
+      await recordChange(this.activity, trx, actor, { target: 'entityType', id: key, action: 'delete' }, nowIso());
     });
   }
 }

@@ -3,7 +3,7 @@ import { isUniqueViolation, toNumber, type DialectName } from '../db/dialect.js'
 import type { Database, RegulationsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound, paymentRequired } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
-import { changedFields, changeRecord, type ChangeActor } from '../activity/changes.js';
+import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { nowIso } from '../util/time.js';
 
@@ -98,8 +98,7 @@ export class RegulationService {
         const existing = await trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key).executeTakeFirst();
         if (existing) {
           await trx.updateTable('regulations').set({ ...changes, modified_date: now }).where('key', '=', key).execute();
-          const fields = changedFields(existing, { ...existing, ...changes }, ['name', 'url']);
-          if (Object.keys(fields).length > 0) await this.activity.append(trx, [changeRecord(actor, { target: 'regulation', id: key, action: 'update', fields }, now)]);
+          await recordUpsert(this.activity, trx, actor, { target: 'regulation', id: key, before: existing, after: { ...existing, ...changes }, keys: ['name', 'url'] }, now);
           return 'updated' as const;
         }
         // A built-in deleted and created again is still one the vault ships with.
@@ -116,8 +115,7 @@ export class RegulationService {
           .insertInto('regulations')
           .values({ key, name: null, url: null, ...changes, builtin: builtin ? 1 : 0, created_date: now, modified_date: now })
           .execute();
-        const fields = changedFields(undefined, { name: null, url: null, ...changes }, ['name', 'url']);
-        await this.activity.append(trx, [changeRecord(actor, { target: 'regulation', id: key, action: 'create', fields }, now)]);
+        await recordUpsert(this.activity, trx, actor, { target: 'regulation', id: key, before: undefined, after: { name: null, url: null, ...changes }, keys: ['name', 'url'] }, now);
         return 'created' as const;
       });
     try {
@@ -167,7 +165,7 @@ export class RegulationService {
       if (Number(deleted.numDeletedRows) === 0) throw notFound('Regulation not found');
       await trx.deleteFrom('definition_regulations').where('regulation', '=', key).execute();
       await trx.deleteFrom('datapoint_regulations').where('regulation', '=', key).execute();
-      await this.activity.append(trx, [changeRecord(actor, { target: 'regulation', id: key, action: 'delete' }, nowIso())]);
+      await recordChange(this.activity, trx, actor, { target: 'regulation', id: key, action: 'delete' }, nowIso());
     });
     this.onDefinitionsChanged();
   }

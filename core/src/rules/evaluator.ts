@@ -13,7 +13,7 @@ import { setEntityTags } from '../entities/repository.js';
 import { forbidden } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
-import { changeRecord, type ChangeActor } from '../activity/changes.js';
+import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import type { ActivityRuleContext, CandidatePoint, DataRuleContext, EventType, RuleEffects, RuleEntity, RulesEngine } from './engine.js';
 import { matches, type Subject } from './match.js';
@@ -224,7 +224,7 @@ export class VaultRulesEngine implements RulesEngine {
     const now = nowIso();
     if (changes.legalHold && entity.legalHold !== changes.heldBefore) {
       const change = { target: 'entity' as const, id: entity.id, action: 'update' as const, fields: { legalHold: entity.legalHold }, rule: changes.holdRule! };
-      await this.activity.append(trx, [changeRecord({ applicationId: actor.applicationId }, change, now)]);
+      await recordChange(this.activity, trx, { applicationId: actor.applicationId }, change, now);
     }
     if (changes.tags) await setEntityTags(trx, entity.id, [...entity.tags].sort());
     // The row is updated for any change, a prohibition too: a store waiting on its lock

@@ -16,7 +16,7 @@ import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
-import { changeRecord, type ChangeActor } from '../activity/changes.js';
+import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { parseRule } from './compile.js';
 import { actionGroup, type StoredRule } from './model.js';
@@ -95,18 +95,17 @@ export class RuleService {
         modified_date: now,
       };
       const fields = { ...(rule.name !== undefined ? { name: rule.name } : {}), type: rule.type, executionOrder: order, definition: parsed.definition };
-      const recordChange = (action: 'create' | 'update') =>
-        this.activity.append(trx, [changeRecord(actor, { target: 'rule', id: rule.key, action, fields }, now)]);
+      const recordSaved = (action: 'create' | 'update') => recordChange(this.activity, trx, actor, { target: 'rule', id: rule.key, action, fields }, now);
       if (existing) {
         await trx.updateTable('rules').set(row).where('key', '=', rule.key).execute();
-        await recordChange('update');
+        await recordSaved('update');
         return 'updated' as const;
       }
       await trx
         .insertInto('rules')
         .values({ key: rule.key, ...row, created_date: now })
         .execute();
-      await recordChange('create');
+      await recordSaved('create');
       return 'created' as const;
     });
     this.cached = undefined;
@@ -163,7 +162,7 @@ export class RuleService {
         .execute();
       await trx.deleteFrom('rules').where('key', '=', row.key).execute();
       const fields = row.name === null ? undefined : { name: row.name };
-      await this.activity.append(trx, [changeRecord(actor, { target: 'rule', id: row.key, action: 'delete', ...(fields ? { fields } : {}) }, nowIso())]);
+      await recordChange(this.activity, trx, actor, { target: 'rule', id: row.key, action: 'delete', ...(fields ? { fields } : {}) }, nowIso());
     });
     this.cached = undefined;
   }

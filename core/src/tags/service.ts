@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database, TagsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
-import { changeRecord, type ChangeActor } from '../activity/changes.js';
+import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { nowIso } from '../util/time.js';
 
@@ -52,7 +52,7 @@ export class TagService {
       const created = await trx.insertInto('tags').values({ name: valid, created_date: now, modified_date: now }).onConflict((oc) => oc.column('name').doNothing()).executeTakeFirst();
       // A tag has nothing to change but its date: only its creation is worth a record.
       if (Number(created.numInsertedOrUpdatedRows ?? 0) > 0) {
-        await this.activity.append(trx, [changeRecord(actor, { target: 'tag', id: valid, action: 'create' }, now)]);
+        await recordChange(this.activity, trx, actor, { target: 'tag', id: valid, action: 'create' }, now);
       } else {
         await trx.updateTable('tags').set({ modified_date: now }).where('name', '=', valid).execute();
       }
@@ -90,7 +90,7 @@ export class TagService {
       await trx.deleteFrom('definition_tags').where('tag', '=', name).execute();
       await trx.deleteFrom('entity_tags').where('tag', '=', name).execute();
       await trx.deleteFrom('datapoint_tags').where('tag', '=', name).execute();
-      await this.activity.append(trx, [changeRecord(actor, { target: 'tag', id: name, action: 'delete' }, nowIso())]);
+      await recordChange(this.activity, trx, actor, { target: 'tag', id: name, action: 'delete' }, nowIso());
     });
     this.onDefinitionsChanged();
   }

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { charsetLabels, UTF8_CHARSETS } from '../http.js';
 
 export function isJson(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType.trim());
@@ -13,8 +14,6 @@ export interface Charset {
 }
 
 const utf8: Charset = { decode: (bytes) => bytes.toString('utf8') };
-/** Read as UTF-8, as the ingest API takes them: ASCII is a subset of UTF-8 (WHATWG would say windows-1252). */
-const UTF8_LABELS = new Set(['utf-8', 'utf8', 'us-ascii']);
 /** One per label Node knows: a finite set (the WHATWG labels), so an upstream cannot grow it. */
 const decoders = new Map<string, TextDecoder>();
 
@@ -24,15 +23,11 @@ const decoders = new Map<string, TextDecoder>();
  * `latin1`, `iso-8859-1` and `windows-1252` all read as windows-1252, as browsers read them.
  */
 export function charsetOf(contentType: string | undefined): Charset | undefined {
-  let label: string | undefined;
-  for (const parameter of (contentType ?? '').split(';').slice(1)) {
-    const at = parameter.indexOf('=');
-    if (at === -1 || parameter.slice(0, at).trim().toLowerCase() !== 'charset') continue;
-    const value = parameter.slice(at + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
-    if (label !== undefined && value !== label) return undefined;
-    label = value;
-  }
-  if (label === undefined || UTF8_LABELS.has(label)) return utf8;
+  const labels = charsetLabels(contentType);
+  const label = labels[0];
+  if (labels.some((other) => other !== label)) return undefined;
+  // Read as UTF-8, as the ingest API takes them: ASCII is a subset of UTF-8 (WHATWG would say windows-1252).
+  if (label === undefined || UTF8_CHARSETS.has(label)) return utf8;
   let decoder = decoders.get(label);
   if (decoder === undefined) {
     try {
