@@ -2,11 +2,13 @@
  * An administrator changes an application and rolls its key in the console: the application
  * keeps its id, the new key is shown once, and the old one stops or keeps working as chosen.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import type { Page } from 'playwright-core';
 import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
-import { callVault } from '../core/src/testing/process.js';
+import { callVault, runVaultCli } from '../core/src/testing/process.js';
+import { generateKeyPair } from '../core/src/crypto/keys.js';
 
 // The one browser global used in a page function (the project's types are Node's).
 declare const document: { documentElement: { scrollWidth: number; clientWidth: number } };
@@ -152,4 +154,27 @@ test.serial('the activity log says in words who changed an application, rolled i
   await session.shot('activity-changes');
   // The list says who: the admin that made them, by its name.
   t.is(await table.getByRole('row').filter({ hasText: 'Created application ledger' }).getByText('admin', { exact: true }).count(), 1);
+});
+
+test.serial('the activity log says in words who changed a subject’s tags and who rotated the encryption key, from the command line', async (t) => {
+  t.is((await callVault(session.vault, 'POST', '/datasubjects', { id: 'tagged-subject', tags: ['monitored'] })).status, 201);
+  const next = generateKeyPair(2048);
+  const files = join(session.dataDir, 'rotation');
+  mkdirSync(files);
+  writeFileSync(join(files, 'new-public.pem'), next.publicPem);
+  writeFileSync(join(files, 'old-private.pem'), session.vault.keys.privatePem, { mode: 0o600 });
+  runVaultCli(['keys', 'register', '--public-key', join(files, 'new-public.pem')], session.vault.env);
+  runVaultCli(['keys', 'rewrap', '--old-private-key', join(files, 'old-private.pem')], session.vault.env);
+  await session.go('activity', 'Activity log');
+  await page.getByLabel('Event type').selectOption('CHANGE');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  const table = page.getByRole('table', { name: 'Activity records' });
+  await table.getByText('Tags now monitored', { exact: true }).waitFor();
+  const registered = table.getByRole('row').filter({ hasText: /^.*Registered encryption key [0-9a-f]{12}… as the active key/ });
+  await registered.waitFor();
+  await table.getByText(/^Encryption key [0-9a-f]{12}… is no longer the active key$/).waitFor();
+  await table.getByText(/^Re-wrapped \d+ data keys? of encryption key [0-9a-f]{12}… under [0-9a-f]{12}…$/).waitFor();
+  await session.shot('activity-key-rotation');
+  // Made on the vault's machine, not through the API: the command line is named, with its user.
+  t.is(await registered.getByText('vault-cli', { exact: true }).count(), 1);
 });

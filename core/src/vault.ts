@@ -16,6 +16,8 @@ import type { DialectName } from './db/dialect.js';
 import { migrateToLatest, pendingMigrations } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
+import { KeyRotation } from './crypto/rotation.js';
+import { operatorActor } from './activity/changes.js';
 import { DefinitionService } from './definitions/service.js';
 import { DataPointService } from './datapoints/service.js';
 import { SearchService } from './search/service.js';
@@ -64,6 +66,8 @@ export class Vault {
   readonly writes: WriteGroup;
   readonly handle: DatabaseHandle;
   readonly keyring: Keyring;
+  /** The operator's key rotation (`vault keys register`, `rewrap`, `retire`). */
+  readonly keyRotation: KeyRotation;
   readonly applications: ApplicationService;
   readonly entityTypes: EntityTypeService;
   readonly tags: TagService;
@@ -97,7 +101,6 @@ export class Vault {
     this.reader = handle.reader;
     this.dialect = handle.dialect;
     this.indexKey = indexKey;
-    this.keyring = new Keyring(this.db);
     this.opener = new ValueOpener({ threads: this.config.decryptThreads, logger: this.logger });
     this.sealer = new ActivitySealer(this.db, this.dialect, {
       logger: this.logger,
@@ -111,6 +114,7 @@ export class Vault {
       observeQueueWait: (seconds) => this.metrics.activityLockWait.observe({ stage: 'group_commit' }, seconds),
     });
     this.activity = meterActivity(appender, this.metrics);
+    this.keyring = new Keyring(this.db, this.activity);
     this.applications = new ApplicationService(this.db, this.activity);
     this.entityTypes = new EntityTypeService(this.db, this.activity);
     this.catalog = new DefinitionCatalog(this.db);
@@ -145,6 +149,7 @@ export class Vault {
     meterSearches(this.search, this.metrics);
     this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
     this.metrics.checkpoints = () => handle.checkpointer?.stats();
+    this.keyRotation = new KeyRotation(this.db, this.keyring, this.datapoints.dataKeys, this.activity);
     this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, sweepIntervalFromEnv(process.env));
   }
 
@@ -207,7 +212,7 @@ export class Vault {
       announce(`Admin API key (shown once, store it safely): ${generatedKey}`);
     }
     if (this.config.encryptionPublicKey) {
-      await this.keyring.adopt(parsePublicKeyHeader(this.config.encryptionPublicKey));
+      await this.keyring.adopt(parsePublicKeyHeader(this.config.encryptionPublicKey), operatorActor('vault-start'));
     } else if (!(await this.keyring.active())) {
       const pair = generateKeyPair();
       const privatePath = join(this.config.dataDir, 'vault-private-key.pem');

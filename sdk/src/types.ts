@@ -20,10 +20,13 @@ export type RecordType = EventType | 'CHANGE';
  * or deleted. Never a key.
  */
 export interface AdministrativeChange {
-  target: 'application' | 'entity' | 'rule' | 'attribute' | 'entityType' | 'tag' | 'regulation';
-  /** The application's or entity's id; the rule's, attribute's, entity type's or regulation's key; the tag's name. */
+  target: 'application' | 'entity' | 'rule' | 'attribute' | 'entityType' | 'tag' | 'regulation' | 'encryptionKey';
+  /**
+   * The application's or entity's id; the rule's, attribute's, entity type's or regulation's
+   * key; the tag's name; the encryption key's id.
+   */
   id: string;
-  action: 'create' | 'update' | 'delete' | 'rollKey';
+  action: 'create' | 'update' | 'delete' | 'rollKey' | 'rewrap';
   /** The values the change set. */
   fields?: Record<string, unknown>;
   /** The rule whose action made the change, when a rule did. */

@@ -25,7 +25,13 @@ export function describeChange(change, appNames = new Map()) {
   const f = change.fields ?? {};
   const byRule = change.rule ? ` (rule ${change.rule})` : '';
   if (change.target === 'entity' && change.action === 'delete') return `Subject purged: ${f.values} value${f.values === 1 ? '' : 's'} deleted, its data keys destroyed`;
-  if (change.target === 'entity') return `${f.legalHold ? 'Legal hold put on' : 'Legal hold lifted'}${byRule}`;
+  if (change.target === 'entity') {
+    const parts = [];
+    if (f.legalHold !== undefined) parts.push(f.legalHold ? 'Legal hold put on' : 'Legal hold lifted');
+    if (f.tags) parts.push(`${parts.length > 0 ? 'tags' : 'Tags'} now ${fieldText(f.tags)}`);
+    return `${parts.join('; ')}${byRule}`;
+  }
+  if (change.target === 'encryptionKey') return describeKeyChange(change);
   if (change.target === 'rule') return `${VERBS[change.action] ?? change.action} rule ${change.id}`;
   if (REGISTRY[change.target]) {
     const set = change.action === 'update' ? Object.entries(f).map(([k, value]) => `${k} ${fieldText(value)}`).join('; ') : '';
@@ -48,6 +54,24 @@ export function describeChange(change, appNames = new Map()) {
       return `Deleted application ${name}`;
     default:
       return `${change.action} application ${name}`;
+  }
+}
+
+/** The vault's own encryption keys, rotated from the command line; ids shortened as a prefix of `vault keys list`'s. */
+function describeKeyChange(change) {
+  const f = change.fields ?? {};
+  const key = (id) => `${String(id).slice(0, 12)}…`;
+  switch (change.action) {
+    case 'create':
+      return `Registered encryption key ${key(change.id)}${f.status === 'active' ? ' as the active key' : ''}`;
+    case 'update':
+      return f.status === 'active' ? `Encryption key ${key(change.id)} is the active key again` : `Encryption key ${key(change.id)} is no longer the active key`;
+    case 'rewrap':
+      return `Re-wrapped ${f.dataKeys} data key${f.dataKeys === 1 ? '' : 's'} of encryption key ${key(change.id)} under ${key(f.onto)}`;
+    case 'delete':
+      return `Retired encryption key ${key(change.id)}: ${f.dataKeys} data key${f.dataKeys === 1 ? '' : 's'} now on ${key(f.onto)} alone`;
+    default:
+      return `${change.action} encryption key ${key(change.id)}`;
   }
 }
 
@@ -155,7 +179,7 @@ export function Activity({ admin, id }) {
   };
 
   return html`<section>
-    <${PageTitle} sub="Every read, store, update and delete, and every change to access, holds, rules and the registry, hash-chained so that tampering shows.">Activity log</${PageTitle}>
+    <${PageTitle} sub="Every read, store, update and delete, and every change to access, holds, tags, rules, the registry and the keys, hash-chained so that tampering shows.">Activity log</${PageTitle}>
     <form class="card filters" onSubmit=${apply} aria-label="Activity filters">
       <div class="row">
         <${TextInput} id="f-subject" label="Subject" value=${form.subjectId} onInput=${set('subjectId')} />

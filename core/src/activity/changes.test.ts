@@ -85,6 +85,30 @@ test('a legal hold an admin puts on and lifts is in the subject’s history; sen
   );
 });
 
+test('who changed a subject’s tags is in its history, the tags as they became; tags sent as they are record nothing', async (t) => {
+  const subject = unique('subject');
+  const app = await v.request('POST', '/applications', { body: { name: 'crm', attributes: [] } });
+  const asApp = { apiKey: app.body.data.apiKey as string };
+  t.is((await v.request('POST', '/datasubjects', { ...asApp, body: { id: subject, tags: ['vip'] } })).status, 201);
+  // Echoed back as read, in another order: no change.
+  t.is((await v.request('POST', '/datasubjects', { ...asApp, body: { id: subject, tags: ['vip', 'vip'] } })).status, 200);
+  t.is((await v.request('POST', '/datasubjects', { ...asApp, body: { id: subject, tags: ['vip', 'monitored'] } })).status, 200);
+  const shed = await v.request('POST', '/datasubjects', { ...asApp, body: { id: subject, tags: ['vip'] } });
+  t.is(shed.status, 403);
+  t.is(shed.body.message, 'Only admins may remove tags from an entity');
+  t.is((await v.request('POST', '/datasubjects', { body: { id: subject, tags: [], legalHold: true } })).status, 200);
+  const history = (await v.request('GET', '/activity', { query: { subjectId: subject } })).body.data;
+  const admin = await adminId();
+  t.deepEqual(
+    history.map((e: any) => [e.applicationId, e.change]),
+    [
+      [app.body.data.id, { target: 'entity', id: subject, action: 'create', fields: { tags: ['vip'] } }],
+      [app.body.data.id, { target: 'entity', id: subject, action: 'update', fields: { tags: ['monitored', 'vip'] } }],
+      [admin, { target: 'entity', id: subject, action: 'update', fields: { legalHold: true, tags: [] } }],
+    ],
+  );
+});
+
 test('a legal hold a rule puts on is recorded with the rule and the application whose store set it, once', async (t) => {
   const trigger = unique('LITIGATION');
   // Repeatable: under the hold, a second value of a nonrepeatable attribute would be an overwrite.

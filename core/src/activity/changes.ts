@@ -7,6 +7,7 @@
  * events: a `CHANGE` record commits in the transaction of the change it describes, and never
  * holds a secret (an API key's roll is recorded, never the key).
  */
+import { userInfo } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { ActivityLog, ActivityRecord, EventOrigin } from './log.js';
@@ -14,14 +15,17 @@ import type { ActivityLog, ActivityRecord, EventOrigin } from './log.js';
 export const CHANGE = 'CHANGE';
 
 /** What a change can be about and do; the API's schema lists the same (`routes.ts`). */
-export const CHANGE_TARGETS = ['application', 'entity', 'rule', 'attribute', 'entityType', 'tag', 'regulation'] as const;
-export const CHANGE_ACTIONS = ['create', 'update', 'delete', 'rollKey'] as const;
+export const CHANGE_TARGETS = ['application', 'entity', 'rule', 'attribute', 'entityType', 'tag', 'regulation', 'encryptionKey'] as const;
+export const CHANGE_ACTIONS = ['create', 'update', 'delete', 'rollKey', 'rewrap'] as const;
 export type ChangeTarget = (typeof CHANGE_TARGETS)[number];
 export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
 
 export interface Change {
   target: ChangeTarget;
-  /** The application's id, the entity's id, the rule's key; the attribute's, entity type's or regulation's key; the tag's name. */
+  /**
+   * The application's id, the entity's id, the rule's key; the attribute's, entity type's or
+   * regulation's key; the tag's name; the encryption key's id (`vault keys list`).
+   */
   id: string;
   action: ChangeAction;
   /** The values the change set (for a delete, none). */
@@ -30,8 +34,26 @@ export interface Change {
   rule?: string;
 }
 
-/** Who made a change: an admin application, or the command line (`vault-cli`, with the operating system user). */
+/**
+ * Who made a change: an admin application, or an operator on the vault's machine: the command
+ * line (`vault-cli`) or the vault's start (`vault-start`, a new VAULT_ENCRYPTION_PUBLIC_KEY),
+ * with the operating system user.
+ */
 export type ChangeActor = Pick<EventOrigin, 'applicationId' | 'applicationUser'>;
+
+/** An operator's tool, run by this operating system user (it needs no API key: it holds the database itself). */
+export function operatorActor(tool: 'vault-cli' | 'vault-start'): ChangeActor {
+  return { applicationId: tool, applicationUser: operatingSystemUser() };
+}
+
+function operatingSystemUser(): string | undefined {
+  try {
+    return userInfo().username;
+  } catch {
+    // No passwd entry (some containers run as a bare uid).
+    return process.env.USER ?? process.env.LOGNAME;
+  }
+}
 
 export function changeRecord(actor: ChangeActor, change: Change, timestamp: string): ActivityRecord {
   return {

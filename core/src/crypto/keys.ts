@@ -9,6 +9,8 @@ import { badRequest } from '../errors.js';
 import { nowIso } from '../util/time.js';
 import { LruMap } from '../util/lru.js';
 import { FreshCache } from '../util/fresh-cache.js';
+import { changeRecord, type Change, type ChangeActor } from '../activity/changes.js';
+import type { ActivityLog } from '../activity/log.js';
 
 export const INVALID_KEY = 'Encoded key provided is invalid';
 const MAX_HEADER_LENGTH = 32 * 1024;
@@ -133,25 +135,42 @@ export class Keyring {
    */
   private readonly digestPrefix = `${randomBytes(32).toString('hex')}\n`;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Where an operator's registration or retirement of a key is recorded. */
+    private readonly activity: ActivityLog,
+  ) {}
 
-  async register(publicKey: KeyObject, status: 'active' | 'retired' = 'active'): Promise<RegisteredKey> {
+  /**
+   * Makes the key known with `status`; an `active` one demotes the active key before it.
+   * With an `actor`, each status that really changed is recorded (`CHANGE`, target
+   * `encryptionKey`) in the same transaction; replicas starting together register the same
+   * key, and only the one whose insert took effect records it.
+   */
+  async register(publicKey: KeyObject, status: 'active' | 'retired' = 'active', actor?: ChangeActor): Promise<RegisteredKey> {
     const id = keyFingerprint(publicKey);
     await this.db.transaction().execute(async (trx) => {
+      const now = nowIso();
+      const changes: Change[] = [];
       if (status === 'active') {
-        await trx.updateTable('encryption_keys').set({ status: 'retired' }).where('status', '=', 'active').where('id', '!=', id).execute();
+        const demoted = await trx.selectFrom('encryption_keys').select('id').where('status', '=', 'active').where('id', '!=', id).execute();
+        if (demoted.length > 0) {
+          await trx.updateTable('encryption_keys').set({ status: 'retired' }).where('id', 'in', demoted.map((k) => k.id)).execute();
+          for (const k of demoted) changes.push({ target: 'encryptionKey', id: k.id, action: 'update', fields: { status: 'retired' } });
+        }
       }
-      const existing = await trx.selectFrom('encryption_keys').select('id').where('id', '=', id).executeTakeFirst();
-      if (existing) {
-        await trx.updateTable('encryption_keys').set({ status }).where('id', '=', id).execute();
+      const inserted = await trx
+        .insertInto('encryption_keys')
+        .values({ id, public_key_pem: publicKey.export({ type: 'spki', format: 'pem' }) as string, status, created_date: now })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) {
+        changes.push({ target: 'encryptionKey', id, action: 'create', fields: { status } });
       } else {
-        // Replicas starting together register the same key: the second insert is a no-op.
-        await trx
-          .insertInto('encryption_keys')
-          .values({ id, public_key_pem: publicKey.export({ type: 'spki', format: 'pem' }) as string, status, created_date: nowIso() })
-          .onConflict((oc) => oc.column('id').doUpdateSet({ status }))
-          .execute();
+        const updated = await trx.updateTable('encryption_keys').set({ status }).where('id', '=', id).where('status', '!=', status).executeTakeFirst();
+        if (Number(updated.numUpdatedRows) > 0) changes.push({ target: 'encryptionKey', id, action: 'update', fields: { status } });
       }
+      if (actor && changes.length > 0) await this.activity.append(trx, changes.map((change) => changeRecord(actor, change, now)));
     });
     this.snapshot.clear();
     this.verified.clear();
@@ -167,20 +186,26 @@ export class Keyring {
   /**
    * The key named by the environment at start: registered as the active key the first time
    * it is seen, and left alone after that, so a rotation done meanwhile (or a key destroyed)
-   * is not undone by the next restart with the old setting.
+   * is not undone by the next restart with the old setting. A vault's first key is its
+   * set-up; a new key named later is a rotation, recorded as `actor`'s.
    */
-  async adopt(publicKey: KeyObject): Promise<void> {
+  async adopt(publicKey: KeyObject, actor: ChangeActor): Promise<void> {
     const known = await this.db.selectFrom('encryption_keys').select('id').where('id', '=', keyFingerprint(publicKey)).executeTakeFirst();
-    if (!known) await this.register(publicKey, 'active');
+    if (known) return;
+    const first = (await this.db.selectFrom('encryption_keys').select('id').limit(1).executeTakeFirst()) === undefined;
+    await this.register(publicKey, 'active', first ? undefined : actor);
   }
 
-  async retire(id: string): Promise<void> {
-    await this.db.updateTable('encryption_keys').set({ status: 'retired' }).where('id', '=', id).execute();
-    this.snapshot.clear();
-  }
-
-  async remove(id: string): Promise<void> {
-    await this.db.updateTable('encryption_keys').set({ status: 'destroyed' }).where('id', '=', id).execute();
+  /**
+   * Destroys a key (`vault keys retire`, once no data key rests on it alone): it opens
+   * nothing afterwards, in this process at once and in others within a second. Recorded as
+   * `actor`'s, with what its retirement moved (`fields`).
+   */
+  async remove(id: string, actor: ChangeActor, fields: Record<string, unknown>): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('encryption_keys').set({ status: 'destroyed' }).where('id', '=', id).execute();
+      await this.activity.append(trx, [changeRecord(actor, { target: 'encryptionKey', id, action: 'delete', fields }, nowIso())]);
+    });
     this.snapshot.clear();
     this.verified.clear();
     this.publicHeaders.clear();

@@ -115,7 +115,7 @@ export const DEFAULT_PAGE_SIZE = 100;
 export class EntityService {
   constructor(
     private readonly db: Kysely<Database>,
-    /** A legal hold put or lifted is recorded (`CHANGE`) in the transaction that changes it. */
+    /** A legal hold or tags changed are recorded (`CHANGE`) in the transaction that changes them. */
     private readonly activity: ActivityLog,
   ) {}
 
@@ -138,18 +138,22 @@ export class EntityService {
       const holdChanges = input.legalHold !== undefined && input.legalHold !== entity.legalHold;
       if (holdChanges && !caller.admin) throw forbidden();
       if (tags !== undefined && !caller.admin && entity.tags.some((tag) => !tags.includes(tag))) throw forbidden(TAG_REMOVAL_FORBIDDEN);
+      const newTags = tags === undefined ? undefined : [...new Set(tags)].sort();
+      const tagsChange = newTags !== undefined && newTags.join('\n') !== [...entity.tags].sort().join('\n');
       if (tags !== undefined) await setEntityTags(trx, id, tags);
+      const now = nowIso();
       if (holdChanges || !created) {
-        const now = nowIso();
         await trx
           .updateTable('entities')
           .set({ ...(holdChanges ? { legal_hold: input.legalHold ? (1 as const) : (0 as const) } : {}), updated_date: now })
           .where('id', '=', id)
           .execute();
-        if (holdChanges) {
-          const change = { target: 'entity' as const, id, action: created ? ('create' as const) : ('update' as const), fields: { legalHold: input.legalHold } };
-          await recordChange(this.activity, trx, caller, change, now);
-        }
+      }
+      // Tags decide which tag rules apply to the subject (`monitored`, say): who changed them is
+      // recorded with the holds.
+      if (holdChanges || tagsChange) {
+        const fields = { ...(holdChanges ? { legalHold: input.legalHold } : {}), ...(tagsChange ? { tags: newTags } : {}) };
+        await recordChange(this.activity, trx, caller, { target: 'entity', id, action: created ? 'create' : 'update', fields }, now);
       }
       return { entity: (await findEntity(trx, id))!, created };
     });

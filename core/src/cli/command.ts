@@ -1,0 +1,43 @@
+/**
+ * What every verb of the operator's command line shares: how it reads and writes, how it
+ * opens the configured vault, and who the activity log names for what it changes.
+ */
+import type { ParseArgsConfig } from 'node:util';
+import { loadConfig } from '../config.js';
+import { createLogger } from '../logger.js';
+import { Vault } from '../vault.js';
+import { operatorActor } from '../activity/changes.js';
+
+/** Who the activity log names for a change made from the command line. */
+export const CLI_ACTOR = operatorActor('vault-cli');
+
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface Command {
+  summary: string;
+  usage: string;
+  options?: ParseArgsConfig['options'];
+  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[] }, io: Io): Promise<number>;
+}
+
+/**
+ * Opens the configured vault quietly (warnings only) for one command. Only `migrate` may
+ * create or migrate it (`existing: false`); every other verb refuses a vault that is missing
+ * or not migrated to this release.
+ */
+export async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>, { existing = true } = {}): Promise<T> {
+  const config = loadConfig(io.env);
+  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: io.err, existing });
+  try {
+    return await fn(vault);
+  } finally {
+    await vault.close();
+  }
+}
+
+export const splitList = (list: string) => list.split(',').map((a) => a.trim()).filter(Boolean);
+

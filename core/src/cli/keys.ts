@@ -1,0 +1,92 @@
+/** `vault keygen` and `vault keys ...`: the vault's RSA key pairs, and their rotation. */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
+import { CLI_ACTOR, withVault, type Command } from './command.js';
+
+export const keyCommands: Record<string, Command> = {
+  keygen: {
+    summary: 'Generate an RSA key pair in the vault header format',
+    usage: 'vault keygen [--bits 3072] [--out DIR]',
+    options: { bits: { type: 'string', default: '3072' }, out: { type: 'string' } },
+    async run({ values }, io) {
+      const bits = Number(values.bits);
+      if (![2048, 3072, 4096].includes(bits)) {
+        io.err('--bits must be 2048, 3072 or 4096');
+        return 2;
+      }
+      const pair = generateKeyPair(bits);
+      if (values.out) {
+        const dir = resolve(String(values.out));
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'private-key.pem'), pair.privatePem, { mode: 0o600 });
+        writeFileSync(join(dir, 'public-key.pem'), pair.publicPem);
+        io.out(`Wrote ${join(dir, 'private-key.pem')} (mode 0600) and ${join(dir, 'public-key.pem')}`);
+      } else {
+        io.err('No --out given: printing the private key header to stdout. Keep it secret.');
+        io.out(`X-Decryption-Key: ${pair.privateKey}`);
+      }
+      io.out(`VAULT_ENCRYPTION_PUBLIC_KEY=${pair.publicKey}`);
+      return 0;
+    },
+  },
+
+  'keys list': {
+    summary: "List the vault's registered encryption keys",
+    usage: 'vault keys list',
+    async run(_args, io) {
+      const keys = await withVault(io, (vault) => vault.keyring.list());
+      for (const k of keys) io.out(`${k.id}\t${k.status}`);
+      return 0;
+    },
+  },
+
+  'keys register': {
+    summary: 'Register a new public key as the active one (new data keys are wrapped under it)',
+    usage: 'vault keys register --public-key FILE',
+    options: { 'public-key': { type: 'string' } },
+    async run({ values }, io) {
+      const file = values['public-key'];
+      if (!file || !existsSync(String(file))) {
+        io.err('--public-key must name a PEM public key file');
+        return 2;
+      }
+      const key = await withVault(io, (vault) => vault.keyRotation.register(parsePublicKeyHeader(readFileSync(String(file), 'utf8')), CLI_ACTOR));
+      io.out(`Registered ${key.id} as the active key. The previous key stays readable until retired.`);
+      return 0;
+    },
+  },
+
+  'keys rewrap': {
+    summary: 'Give every data key under an old key a copy under the active key (the vault keeps serving)',
+    usage: 'vault keys rewrap --old-private-key FILE',
+    options: { 'old-private-key': { type: 'string' } },
+    async run({ values }, io) {
+      const file = values['old-private-key'];
+      if (!file || !existsSync(String(file))) {
+        io.err('--old-private-key must name the PEM private key of the key being replaced');
+        return 2;
+      }
+      const oldPrivateKey = Buffer.from(readFileSync(String(file))).toString('base64');
+      const count = await withVault(io, (vault) => vault.keyRotation.rewrap(oldPrivateKey, CLI_ACTOR));
+      io.out(`Re-wrapped ${count} data keys under the active key. Both private keys read everything until the old key is retired.`);
+      return 0;
+    },
+  },
+
+  'keys retire': {
+    summary: "Destroy an old key's wrapped copies and unregister it (after rewrap)",
+    usage: 'vault keys retire --key-id ID',
+    options: { 'key-id': { type: 'string' } },
+    async run({ values }, io) {
+      const id = values['key-id'];
+      if (!id) {
+        io.err('--key-id is required (see vault keys list)');
+        return 2;
+      }
+      const moved = await withVault(io, (vault) => vault.keyRotation.retire(String(id), CLI_ACTOR));
+      io.out(`Retired ${id}: ${moved} data keys now rest on the active key alone. Destroy the old private key.`);
+      return 0;
+    },
+  },
+};

@@ -1,0 +1,88 @@
+/**
+ * Key rotation in the activity log: each step an operator takes (register, rewrap, retire), and
+ * a new key named by the environment at a restart, is a `CHANGE` record naming who took it;
+ * the vault's first key, its set-up, is not. A vault of its own: these tests change its keys.
+ */
+import test from 'ava';
+import { createPublicKey } from 'node:crypto';
+import { startTestVault, type TestVault } from '../testing/harness.js';
+import { Vault } from '../vault.js';
+import { createLogger } from '../logger.js';
+import { defineAttribute, unique } from '../audit/fixtures.js';
+import { generateKeyPair, keyFingerprint } from './keys.js';
+
+let v: TestVault;
+test.before(async () => {
+  v = await startTestVault();
+});
+test.after.always(async () => v?.close());
+
+const operator = { applicationId: 'vault-cli', applicationUser: 'operator' };
+
+async function keyChanges(): Promise<any[]> {
+  await v.vault.sealer.sealAll();
+  const res = await v.request('GET', '/activity', { query: { eventType: 'CHANGE', count: '1000' } });
+  return res.body.data.filter((e: any) => e.change.target === 'encryptionKey');
+}
+
+test.serial('a fresh vault’s own key is its set-up, not a change', async (t) => {
+  t.deepEqual(await keyChanges(), []);
+});
+
+test.serial('register, rewrap and retire are each recorded as the operator’s, in order, and never with a key', async (t) => {
+  const attribute = unique('ATTR').toUpperCase();
+  await defineAttribute(v, attribute);
+  for (const subject of [unique('s'), unique('s')]) {
+    const stored = await v.request('POST', `/datasubjects/${subject}/attributes`, { body: { data: [{ attribute, value: 'x' }] }, headers: { 'x-encryption-key': v.keys.publicKey } });
+    t.is(stored.status, 200);
+  }
+  const oldId = keyFingerprint(createPublicKey(v.keys.publicPem));
+  const next = generateKeyPair(2048);
+  const newId = (await v.vault.keyRotation.register(createPublicKey(next.publicPem), operator)).id;
+  // Registered again as it already is: nothing changed, nothing recorded.
+  await v.vault.keyRotation.register(createPublicKey(next.publicPem), operator);
+  const rewrapped = await v.vault.keyRotation.rewrap(v.keys.privateKey, operator);
+  t.is(rewrapped, 2);
+  const moved = await v.vault.keyRotation.retire(oldId, operator);
+  t.is(moved, 2);
+
+  const recorded = await keyChanges();
+  t.deepEqual(
+    recorded.map((e) => e.change),
+    [
+      { target: 'encryptionKey', id: oldId, action: 'update', fields: { status: 'retired' } },
+      { target: 'encryptionKey', id: newId, action: 'create', fields: { status: 'active' } },
+      { target: 'encryptionKey', id: oldId, action: 'rewrap', fields: { onto: newId, dataKeys: 2 } },
+      { target: 'encryptionKey', id: oldId, action: 'delete', fields: { onto: newId, dataKeys: 2 } },
+    ],
+  );
+  for (const entry of recorded) t.like(entry, { applicationId: 'vault-cli', applicationUser: 'operator', sealed: true });
+  const everything = JSON.stringify(await v.vault.db.selectFrom('activity_log').selectAll().execute());
+  for (const secret of [v.keys.privateKey, v.keys.publicKey, next.privateKey, next.publicKey, 'BEGIN']) t.false(everything.includes(secret));
+  t.like((await v.request('GET', '/activity/verify')).body.data, { valid: true });
+
+  // A refused step records nothing.
+  await t.throwsAsync(() => v.vault.keyRotation.retire(newId, operator), { message: 'the active key cannot be retired: register its successor first' });
+  await t.throwsAsync(() => v.vault.keyRotation.rewrap(next.privateKey, operator), { message: /^--old-private-key is the active key's own/ });
+  t.is((await keyChanges()).length, 4);
+});
+
+test.serial('a restart naming a new VAULT_ENCRYPTION_PUBLIC_KEY is a rotation, recorded as the vault’s start', async (t) => {
+  const before = (await keyChanges()).length;
+  const next = generateKeyPair(2048);
+  // A second process on the same database, started with the new key in its environment.
+  const restarted = await Vault.open({ config: { ...v.config, encryptionPublicKey: next.publicKey }, logger: createLogger('warn') });
+  await restarted.close();
+  const recorded = (await keyChanges()).slice(before);
+  t.deepEqual(
+    recorded.map((e) => [e.applicationId, e.change.action, e.change.id, e.change.fields]),
+    [
+      ['vault-start', 'update', (await v.vault.keyring.list()).find((k) => k.status === 'retired')!.id, { status: 'retired' }],
+      ['vault-start', 'create', keyFingerprint(createPublicKey(next.publicPem)), { status: 'active' }],
+    ],
+  );
+  // Started again with the same setting: the key is known, nothing is recorded.
+  const again = await Vault.open({ config: { ...v.config, encryptionPublicKey: next.publicKey }, logger: createLogger('warn') });
+  await again.close();
+  t.is((await keyChanges()).length, before + 2);
+});
