@@ -1,0 +1,40 @@
+/**
+ * What every resource group shares: per-call options, the send function the client hands
+ * each group, and paging.
+ */
+import type { Request } from '../transport.js';
+import { isPrivateKey } from '../keys.js';
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface StoreOptions extends CallOptions {
+  /** Overrides the client's encryption key for this call. */
+  encryptionKey?: string;
+}
+
+export interface ReadOptions extends CallOptions {
+  /** Overrides the client's decryption key for this call. */
+  decryptionKey?: string;
+}
+
+export const seg = encodeURIComponent;
+
+/** The encryption key travels on every store: it must never be the private half. */
+export function refusePrivateKey(encryptionKey: string | undefined): void {
+  if (encryptionKey !== undefined && isPrivateKey(encryptionKey)) {
+    throw new TypeError('encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads');
+  }
+}
+
+export type Send = <T>(request: Request) => Promise<T>;
+
+/** Iterates pages until a short or empty page; `fetchPage` returns `[]` for "no more". */
+export async function* pages<T>(pageSize: number, fetchPage: (page: number, count: number) => Promise<T[]>): AsyncGenerator<T, void, undefined> {
+  for (let page = 0; ; page++) {
+    const items = await fetchPage(page, pageSize);
+    yield* items;
+    if (items.length < pageSize) return;
+  }
+}

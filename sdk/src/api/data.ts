@@ -1,0 +1,113 @@
+/**
+ * Subjects and their values: `/entities`, `/datasubjects` and `/data/{id}`.
+ */
+import type { AttributeInput, DataPoint, Entity, EntityInput, StorageRequest } from '../types.js';
+import { seg, refusePrivateKey, pages, type CallOptions, type StoreOptions, type ReadOptions, type Send } from './call.js';
+
+/** `/entities` and `/datasubjects`: the same operations under two path forms. */
+export class EntityApi {
+  constructor(
+    private readonly send: Send,
+    private readonly base: '/entities' | '/datasubjects',
+    private readonly keys: { encryptionKey?: string; decryptionKey?: string },
+  ) {}
+
+  /** Creates the entity or updates its metadata (tags, legal hold). */
+  save(entity: EntityInput, options: CallOptions = {}): Promise<Entity> {
+    // Create-or-update by id: sending it twice leaves the same entity.
+    return this.send({ method: 'POST', path: this.base, body: entity, idempotent: true, signal: options.signal });
+  }
+
+  /** All entities (all data subjects on `/datasubjects`), ordered by id; one page when `page` or `count` is given. */
+  list(options: CallOptions & { page?: number; count?: number } = {}): Promise<Entity[]> {
+    return this.send({ method: 'GET', path: this.base, query: { page: options.page, count: options.count }, idempotent: true, signal: options.signal });
+  }
+
+  /**
+   * Every entity, a page of `pageSize` (default 100) per request. The vault pages by offset
+   * and offers no cursor: deleting (or purging) entities inside the loop skips others, and
+   * entities others create meanwhile can repeat one. To delete, collect the ids first, then
+   * delete them.
+   */
+  all(options: CallOptions & { pageSize?: number } = {}): AsyncGenerator<Entity, void, undefined> {
+    return pages(options.pageSize ?? 100, (page, count) => this.list({ page, count, signal: options.signal }));
+  }
+
+  /** 404 `Not found` when absent; on `/datasubjects`, 400 `Entity is not a data subject`. */
+  get(entityId: string, options: CallOptions = {}): Promise<Entity> {
+    return this.send({ method: 'GET', path: `${this.base}/${seg(entityId)}`, idempotent: true, signal: options.signal });
+  }
+
+  /**
+   * Stores attribute values, encrypted under the public key. Retried only when the
+   * connection was refused (nothing was sent): a repeatable attribute stored twice holds two values.
+   */
+  async storeAttributes(entityId: string, request: StorageRequest | AttributeInput[], options: StoreOptions = {}): Promise<DataPoint[]> {
+    const body: StorageRequest = Array.isArray(request) ? { data: request } : request;
+    const encryptionKey = options.encryptionKey ?? this.keys.encryptionKey;
+    refusePrivateKey(encryptionKey);
+    return this.send({
+      method: 'POST',
+      path: `${this.base}/${seg(entityId)}/attributes`,
+      body,
+      headers: { 'x-encryption-key': encryptionKey },
+      idempotent: false,
+      signal: options.signal,
+    });
+  }
+
+  /** The values of one attribute, decrypted. 404 `Data Not Found` when there are none. */
+  getAttribute<V = DataPoint['value']>(entityId: string, attributeKey: string, options: ReadOptions = {}): Promise<DataPoint<V>[]> {
+    return this.send({
+      method: 'GET',
+      path: `${this.base}/${seg(entityId)}/attributes/${seg(attributeKey)}`,
+      headers: { 'x-decryption-key': options.decryptionKey ?? this.keys.decryptionKey },
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /** Every attribute the application may read (or only `attributes`), decrypted. */
+  getAttributes(entityId: string, options: ReadOptions & { attributes?: string[] } = {}): Promise<DataPoint[]> {
+    return this.send({
+      method: 'GET',
+      path: `${this.base}/${seg(entityId)}/attributes`,
+      query: { attributes: options.attributes?.join(',') },
+      headers: { 'x-decryption-key': options.decryptionKey ?? this.keys.decryptionKey },
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /** Deletes every value of the attribute. */
+  deleteAttribute(entityId: string, attributeKey: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `${this.base}/${seg(entityId)}/attributes/${seg(attributeKey)}`, idempotent: true, signal: options.signal });
+  }
+
+  /** Deletes all data of the entity and the entity itself; its activity history stays. */
+  purge(entityId: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `${this.base}/${seg(entityId)}/data`, idempotent: true, signal: options.signal });
+  }
+}
+
+/** Data points by id (`/data/{dataPointId}`). */
+export class DataPointApi {
+  constructor(
+    private readonly send: Send,
+    private readonly keys: { decryptionKey?: string },
+  ) {}
+
+  get<V = DataPoint['value']>(dataPointId: string, options: ReadOptions = {}): Promise<DataPoint<V>> {
+    return this.send({
+      method: 'GET',
+      path: `/data/${seg(dataPointId)}`,
+      headers: { 'x-decryption-key': options.decryptionKey ?? this.keys.decryptionKey },
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  delete(dataPointId: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `/data/${seg(dataPointId)}`, idempotent: true, signal: options.signal });
+  }
+}
