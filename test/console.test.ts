@@ -281,9 +281,9 @@ test.serial('8. the activity and the alerts the rule raised are shown', async (t
 
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
   const csv = readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
-  t.is(csv[0], 'sequence,part,eventId,eventType,timestamp,recordedDate,subjectId,dataPointId,attribute,applicationId,applicationUser,recordedBy,reportOnly,sealed,hash,change');
+  t.is(csv[0], '"sequence","part","eventId","eventType","timestamp","recordedDate","subjectId","dataPointId","attribute","applicationId","applicationUser","recordedBy","reportOnly","sealed","hash","change"');
   t.true(csv.length > 3);
-  t.true(csv.slice(1).every((line) => line.includes(`,${SUBJECT},`)));
+  t.true(csv.slice(1).every((line) => line.includes(`,"${SUBJECT}",`)));
 
   await go('alerts', 'Alerts');
   const alerts = page.getByRole('region', { name: 'Alerts' });

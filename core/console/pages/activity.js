@@ -101,16 +101,17 @@ export const activityColumns = (appNames = new Map()) => [
 const CSV_FIELDS = ['sequence', 'part', 'eventId', 'eventType', 'timestamp', 'recordedDate', 'subjectId', 'dataPointId', 'attribute', 'applicationId', 'applicationUser', 'recordedBy', 'reportOnly', 'sealed', 'hash', 'change'];
 
 function csvCell(value) {
-  if (value === undefined || value === null) return '';
   // A CHANGE record's change, as the API gives it.
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
-  // A leading =, +, - or @ would run as a formula in a spreadsheet.
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
-  return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  const text = value === undefined || value === null ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  // A spreadsheet runs a cell that starts with =, +, - or @ as a formula, and may drop a
+  // leading tab, line break or NUL before it looks (OWASP's CSV injection advice): a ' makes it text.
+  const safe = /^[=+\-@\t\r\n\0]/.test(text) ? `'${text}` : text;
+  // Every cell quoted (RFC 4180), so no value can end a cell or a row early.
+  return `"${safe.replace(/"/g, '""')}"`;
 }
 
 export function toCsv(rows) {
-  return [CSV_FIELDS.join(','), ...rows.map((r) => CSV_FIELDS.map((f) => csvCell(r[f])).join(','))].join('\r\n') + '\r\n';
+  return [CSV_FIELDS.map(csvCell).join(','), ...rows.map((r) => CSV_FIELDS.map((f) => csvCell(r[f])).join(','))].join('\r\n') + '\r\n';
 }
 
 // Newest first: what an officer asking "who read this lately" wants on the first page.
