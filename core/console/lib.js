@@ -3,5 +3,43 @@ import { h, render, Fragment } from '/console/vendor/preact.js';
 import { useState, useEffect, useRef, useCallback, useMemo } from '/console/vendor/hooks.js';
 import htm from '/console/vendor/htm.js';
 
-export const html = htm.bind(h);
+/**
+ * Characters that draw nothing or reorder what is drawn: controls, zero-width marks, bidi
+ * overrides and isolates, the byte order mark. Ids and names come from untrusted callers, and
+ * one RTL override is enough to make `gpj.exe` read as `exe.jpg` to an officer.
+ */
+const HIDDEN_CLASS = '[\\u0000-\\u001F\\u007F-\\u009F\\u200B-\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFEFF]';
+const HIDDEN = new RegExp(HIDDEN_CLASS, 'g');
+const ONE_HIDDEN = new RegExp(`(${HIDDEN_CLASS})`);
+const marker = (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
+
+/** Text as the console shows it, for where only a string fits (an attribute, an option, a comparison). */
+export const visible = (text) => String(text).replace(HIDDEN, marker);
+
+/** Text as nodes: each hidden character a styled marker that cannot pass for the text beside it. */
+function marked(text) {
+  if (!ONE_HIDDEN.test(text)) return text;
+  return text.split(ONE_HIDDEN).map((part, i) => (i % 2 ? h('span', { class: 'hidden-char' }, marker(part)) : part));
+}
+
+const markChildren = (child) => (typeof child === 'string' ? marked(child) : Array.isArray(child) ? child.map(markChildren) : child);
+const markText = (child) => (typeof child === 'string' ? visible(child) : Array.isArray(child) ? child.map(markText) : child);
+// What a reader or a tooltip shows as text; `value` and `href` are data, kept as they are.
+const SHOWN_PROPS = ['title', 'aria-label', 'placeholder', 'alt'];
+// Elements whose content is text only: a marker there is text too.
+const TEXT_ONLY = new Set(['option', 'textarea', 'title']);
+
+/**
+ * Every template goes through here, so no page can forget it: text children and the text
+ * props an officer reads have their hidden characters marked. Preact sets text with
+ * textContent and props with setAttribute, never as markup, so nothing here is parsed as HTML.
+ */
+function shown(type, props, ...children) {
+  if (props) {
+    for (const name of SHOWN_PROPS) if (typeof props[name] === 'string') props = { ...props, [name]: visible(props[name]) };
+  }
+  return h(type, props, ...children.map(TEXT_ONLY.has(type) ? markText : markChildren));
+}
+
+export const html = htm.bind(shown);
 export { h, render, Fragment, useState, useEffect, useRef, useCallback, useMemo };

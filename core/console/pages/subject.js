@@ -1,4 +1,4 @@
-import { html, useRef, useState } from '../lib.js';
+import { html, useRef, useState, visible } from '../lib.js';
 import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
@@ -173,6 +173,8 @@ export function Subject({ id, admin, allAttributes }) {
     ...(values ? [{ label: 'Value', render: (p) => showValue(values.get(p.dataPointId)) }] : []),
   ];
   const attributes = [...new Set(roots.map((p) => p.attribute))];
+  // The id as the label shows it (hidden characters marked) is what an officer can type.
+  const confirmed = purgeText === id || purgeText === visible(id);
 
   return html`<section>
     <${PageTitle} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
@@ -221,12 +223,12 @@ export function Subject({ id, admin, allAttributes }) {
         : null}
       <h3>Purge the subject</h3>
       <p>Deletes every data point, destroys the subject's keys and removes the subject. Its activity history stays. This cannot be undone.</p>
-      <form class="purge" onSubmit=${(e) => (e.preventDefault(), purgeText === id && purge())}>
+      <form class="purge" onSubmit=${(e) => (e.preventDefault(), confirmed && purge())}>
         <div class="field">
           <label for="purge-confirm">Type the subject id <span class="mono">${id}</span> to confirm</label>
           <input id="purge-confirm" type="text" autocomplete="off" value=${purgeText} onInput=${(e) => setPurgeText(e.currentTarget.value)} />
         </div>
-        <button type="submit" class="danger" disabled=${purgeText !== id || busy}>Purge subject</button>
+        <button type="submit" class="danger" disabled=${!confirmed || busy}>Purge subject</button>
       </form>
     </section>
 
