@@ -57,10 +57,10 @@ export function Loading({ what = 'Loading' }) {
 }
 
 /** Page heading that takes focus on arrival, so keyboard and screen-reader users land on it. */
-export function PageTitle({ children, sub }) {
+export function PageTitle({ children, sub, title }) {
   const ref = useRef();
   useEffect(() => ref.current?.focus(), []);
-  return html`<header class="page-title"><h1 tabindex="-1" ref=${ref}>${children}</h1>${sub ? html`<p class="muted">${sub}</p>` : null}</header>`;
+  return html`<header class="page-title"><h1 tabindex="-1" ref=${ref} title=${title}>${children}</h1>${sub ? html`<p class="muted">${sub}</p>` : null}</header>`;
 }
 
 export function Field({ label, id, hint, children }) {
@@ -123,10 +123,20 @@ export function subjectLink(id) {
 
 export function fmt(value) {
   if (value === undefined || value === null || value === '') return html`<span class="muted">—</span>`;
-  if (Array.isArray(value)) return value.length ? value.join(', ') : html`<span class="muted">—</span>`;
+  if (Array.isArray(value)) return value.length ? clip(value.join(', ')) : html`<span class="muted">—</span>`;
   if (typeof value === 'boolean') return value ? 'yes' : 'no';
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  if (typeof value === 'object') return clip(JSON.stringify(value));
+  return clip(String(value));
+}
+
+/**
+ * Caller-chosen text, which may run to hundreds of characters without a space: a few lines of
+ * it, the rest behind an ellipsis and whole in the title (the stylesheet's `.clip`). Only long
+ * text breaks anywhere: a table would squeeze a short word that could, and split it.
+ */
+export function clip(text, title = text) {
+  const long = /\S{24}/.test(text) || text.length > 80;
+  return long || title !== text ? html`<span class=${long ? 'clip' : undefined} title=${title}>${text}</span>` : text;
 }
 
 export function when(iso) {

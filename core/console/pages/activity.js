@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, getAll } from '../api.js';
-import { ErrorBox, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, useLoad, when } from '../ui.js';
+import { clip, ErrorBox, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
@@ -83,7 +83,7 @@ export const activityColumns = (appNames = new Map()) => [
   },
   { label: 'Subject', render: (r) => subjectLink(r.subjectId) },
   { label: 'Attribute', key: 'attribute' },
-  { label: 'Application', render: (r) => html`<span title=${r.applicationId}>${appNames.get(r.applicationId) ?? r.applicationId}</span>` },
+  { label: 'Application', render: (r) => clip(appNames.get(r.applicationId) ?? r.applicationId, r.applicationId) },
   { label: 'User', key: 'applicationUser' },
   {
     label: 'Seq.',

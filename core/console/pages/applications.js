@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { api, get, seg } from '../api.js';
-import { Check, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Select, Table, TextInput, splitList, useLoad, when } from '../ui.js';
+import { Check, clip, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Select, Table, TextInput, splitList, useLoad, when } from '../ui.js';
 
 /** The new key, shown once: it lives in this component only and is gone once dismissed. */
 function NewKey({ application, apiKey, rolled, onDone }) {
@@ -154,7 +154,7 @@ export function Applications({ admin }) {
           columns=${[
             {
               label: 'Name',
-              render: (a) => html`${a.name}${a.previousKeyValidUntil
+              render: (a) => html`${clip(a.name)}${a.previousKeyValidUntil
                 ? html`<div class="muted small">old key until ${when(a.previousKeyValidUntil)}</div>`
                 : null}`,
             },

@@ -136,7 +136,7 @@ export function Subject({ id, admin, allAttributes }) {
     });
 
   if (purged) {
-    return html`<section><${PageTitle}>Subject ${id}</${PageTitle}><${Notice}>${notice}</${Notice}><p><a href="#/subjects">Back to data subjects</a></p></section>`;
+    return html`<section><${PageTitle} title=${id}>Subject ${id}</${PageTitle}><${Notice}>${notice}</${Notice}><p><a href="#/subjects">Back to data subjects</a></p></section>`;
   }
 
   const activitySection = html`<section class="card" aria-labelledby="subject-activity">
@@ -154,7 +154,7 @@ export function Subject({ id, admin, allAttributes }) {
   // the history of a purged subject stays and is shown.
   if (subject.error?.status === 404) {
     return html`<section>
-      <${PageTitle} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
+      <${PageTitle} title=${id} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
       <${Notice} kind="warn">No data subject has this id. If it was purged, its activity history is below.</${Notice}>
       ${activitySection}
     </section>`;
@@ -177,7 +177,7 @@ export function Subject({ id, admin, allAttributes }) {
   const confirmed = purgeText === id || purgeText === visible(id);
 
   return html`<section>
-    <${PageTitle} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
+    <${PageTitle} title=${id} sub=${html`<a href="#/subjects">← Data subjects</a>`}>Subject <span class="mono">${id}</span></${PageTitle}>
     <${ErrorBox} error=${subject.error} />
     ${subject.data
       ? html`<dl class="card facts">
