@@ -83,7 +83,13 @@ export const activityColumns = (appNames = new Map()) => [
   },
   { label: 'Subject', render: (r) => subjectLink(r.subjectId) },
   { label: 'Attribute', key: 'attribute' },
-  { label: 'Application', render: (r) => clip(appNames.get(r.applicationId) ?? r.applicationId, r.applicationId) },
+  {
+    label: 'Application',
+    // An admin or a sidecar may report for another application: the record names both.
+    render: (r) => html`${clip(appNames.get(r.applicationId) ?? r.applicationId, r.applicationId)}${r.recordedBy && r.recordedBy !== r.applicationId
+      ? html`<div class="small muted">reported by ${clip(appNames.get(r.recordedBy) ?? r.recordedBy, r.recordedBy)}</div>`
+      : null}`,
+  },
   { label: 'User', key: 'applicationUser' },
   {
     label: 'Seq.',
