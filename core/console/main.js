@@ -44,7 +44,24 @@ function useRoute() {
 /** What the signed-in key may do, as the vault says of its own application. */
 const whoFrom = (application) => ({ admin: application.admin, allAttributes: application.attributes.includes('*') });
 
-function SignIn({ onSignedIn, reason }) {
+/**
+ * The vault would not say what the key may do (429, 5xx, no answer). Guessing "not an admin"
+ * would hide pages from an administrator and word every refusal wrongly: ask again instead.
+ */
+function WhoUnknown({ error, onRetry, onSignOut }) {
+  return html`<main class="signin" id="main">
+    <div class="card" role="alert" aria-labelledby="unknown-title">
+      <h1 id="unknown-title">The vault could not check this API key</h1>
+      <p>It did not say what the key may do${error.status ? html` (<strong>${error.status} ${error.message}</strong>)` : html`: ${error.message}`}. This is usually brief: the vault may be busy or restarting.</p>
+      <div class="actions">
+        <button type="button" class="primary" onClick=${onRetry}>Try again</button>
+        <button type="button" onClick=${onSignOut}>Sign out</button>
+      </div>
+    </div>
+  </main>`;
+}
+
+function SignIn({ onSignedIn, onUnknown, reason }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState();
   const [busy, setBusy] = useState(false);
@@ -57,7 +74,10 @@ function SignIn({ onSignedIn, reason }) {
       session.signIn(key.trim());
       onSignedIn(whoFrom(me.data));
     } catch (err) {
-      setError(err);
+      if (err instanceof ApiError && err.status === 401) return setError(err);
+      // The key may well be good: keep it, so that Try again needs no retyping.
+      session.signIn(key.trim());
+      onUnknown(err);
     } finally {
       setBusy(false);
     }
@@ -104,29 +124,36 @@ function App() {
   const [who, setWho] = useState(undefined);
   const [reason, setReason] = useState();
   const [checking, setChecking] = useState(Boolean(session.apiKey()));
+  const [unknown, setUnknown] = useState();
 
   const signOut = (why) => {
     session.signOut();
     // The next person to sign in starts on the overview, not on what this one last saw.
     location.hash = '#/overview';
     setWho(undefined);
+    setUnknown(undefined);
     setReason(why);
+  };
+  const check = () => {
+    setChecking(true);
+    setUnknown(undefined);
+    api('GET', '/applications/me')
+      .then((r) => setWho(whoFrom(r.data)))
+      .catch((err) => (err instanceof ApiError && err.status === 401 ? signOut() : setUnknown(err)))
+      .finally(() => setChecking(false));
   };
   useEffect(() => onUnauthorized(() => signOut('The vault no longer accepts this API key. Sign in again.')), []);
   // A reload keeps the tab's session: ask the vault again what this key may do.
   useEffect(() => {
-    if (!session.apiKey()) return;
-    api('GET', '/applications/me')
-      .then((r) => setWho(whoFrom(r.data)))
-      .catch((err) => err instanceof ApiError && err.status === 401 ? signOut() : setWho({ admin: false, allAttributes: false }))
-      .finally(() => setChecking(false));
+    if (session.apiKey()) check();
   }, []);
   useEffect(() => {
     if (!checking) performance.mark('console-interactive');
   }, [checking]);
 
   if (checking) return html`<p class="loading">Loading the console…</p>`;
-  if (!who) return html`<${SignIn} reason=${reason} onSignedIn=${(w) => (setReason(undefined), setWho(w))} />`;
+  if (unknown) return html`<${WhoUnknown} error=${unknown} onRetry=${check} onSignOut=${() => signOut('Signed out.')} />`;
+  if (!who) return html`<${SignIn} reason=${reason} onSignedIn=${(w) => (setReason(undefined), setWho(w))} onUnknown=${(err) => (setReason(undefined), setUnknown(err))} />`;
   return html`<div class="shell">
     <a class="skip" href="#main" onClick=${(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>Skip to content</a>
     <header class="topbar">
