@@ -1,0 +1,239 @@
+/**
+ * The console with hostile data: ids, names, users and values chosen by untrusted callers
+ * to run script, to run as spreadsheet formulas, to hide or reorder what an officer reads, or
+ * to push the page wide; and a vault that will not say whether the key is an admin's.
+ */
+import { readFileSync } from 'node:fs';
+import test from 'ava';
+import type { Page } from 'playwright-core';
+import { callVault } from '../core/src/testing/process.js';
+import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+
+// Browser globals, for the functions page.evaluate runs in the page (the project's types are Node's).
+declare const document: { documentElement: { scrollWidth: number }; querySelectorAll(selector: string): ArrayLike<{ getAttribute(name: string): string | null }>; querySelector(selector: string): { innerText: string } | null };
+declare const window: { __pwned?: unknown };
+declare const sessionStorage: { length: number };
+
+const RLO = '\u202E';
+const XSS = '<img src=x onerror=window.__pwned=1>';
+/** Reads as "invoice-exe.pdf" once the override has reversed its end. */
+const SPOOFED = `invoice-${RLO}fdp.exe`;
+const SPOOFED_SHOWN = 'invoice-⟨U+202E⟩fdp.exe';
+const XSS_SUBJECT = `${XSS}\u200B`;
+/** The longest subject id and application name the API takes (512 and 256 characters), none of it a space. */
+const LONG_ID = `long-${'0123456789'.repeat(51)}-x`.slice(0, 512);
+const LONG_NAME = `app-${'abcdefghij'.repeat(26)}`.slice(0, 256);
+const HOSTILE_APP = `${XSS}${RLO}lin`;
+/** Users a spreadsheet would run as a formula, or whose leading control it would drop first. */
+const FORMULAS = ['=HYPERLINK("http://evil.example","click")', '+1+1', '-2+3', '@SUM(A1)', '\t=1+1', '\r=1+1', '\n=1+1'];
+const VALUE = `${XSS} ${RLO}321 ssecca`;
+
+let session: ConsoleSession;
+let page: Page;
+let hostileApp: string;
+let adminName: string;
+
+/** Every hidden character is drawn as a marker: none left raw in the text or in a title. */
+async function nothingHidden(p: Page): Promise<{ text: boolean; titles: string[]; pwned: unknown; images: number }> {
+  return p.evaluate(() => {
+    const raw = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u200B-\u200F\u202A-\u202E\u2066-\u2069\uFEFF]/;
+    const titles = Array.from(document.querySelectorAll('[title], [aria-label]'))
+      .map((e) => `${e.getAttribute('title') ?? ''}${e.getAttribute('aria-label') ?? ''}`)
+      .filter((t) => raw.test(t));
+    return { text: raw.test(document.querySelector('main')?.innerText ?? ''), titles, pwned: window.__pwned, images: document.querySelectorAll('main img').length };
+  });
+}
+
+const pageWidth = (p: Page) => p.evaluate(() => document.documentElement.scrollWidth);
+
+/** RFC 4180: quoted cells may hold commas, doubled quotes and line breaks. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    if (text[i] !== '"') throw new Error(`unquoted cell at ${i}: ${JSON.stringify(text.slice(i, i + 40))}`);
+    let cell = '';
+    for (i++; ; i++) {
+      if (i >= text.length) throw new Error('unterminated cell');
+      if (text[i] === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      else if (text[i] === '"') break;
+      else cell += text[i];
+    }
+    row.push(cell);
+    i++;
+    if (text[i] === ',') i++;
+    else if (text.startsWith('\r\n', i)) (rows.push(row), (row = []), (i += 2));
+    else throw new Error(`cell not followed by , or CRLF at ${i}`);
+  }
+  return rows;
+}
+
+test.before(async () => {
+  session = await openConsoleSession();
+  page = session.page;
+  const { vault } = session;
+  const call = async (method: string, path: string, body?: unknown, headers?: Record<string, string>) => {
+    const res = await callVault(vault, method, path, body, headers);
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body?.data;
+  };
+  adminName = (await call('GET', '/applications/me')).name;
+  await call('POST', '/attributes', { key: 'NOTE', schema: 'string' });
+  hostileApp = (await call('POST', '/applications', { name: HOSTILE_APP, attributes: ['NOTE'] })).id;
+  await call('POST', '/applications', { name: LONG_NAME, attributes: ['NOTE'] });
+  const encrypt = { 'x-encryption-key': vault.keys.publicKey };
+  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
+  // Reported by the admin on the hostile application's behalf, as a sidecar would.
+  for (const user of FORMULAS) {
+    await call('POST', '/auditlogs', { eventType: 'STORE', subjectId: `a"b,c${RLO}`, applicationId: hostileApp, applicationUser: user, data: { attribute: 'NOTE' } });
+  }
+  await call('POST', '/auditlogs', { eventType: 'STORE', subjectId: LONG_ID, applicationId: hostileApp, applicationUser: `${XSS}\u2066`, data: { attribute: 'NOTE' } });
+
+  await page.goto(`${vault.url}/console`);
+  await page.getByLabel('API key').fill(vault.adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+});
+test.after.always(async () => session?.close());
+
+test.serial('every page shows hidden characters as markers, runs no injected markup and fits 1280 px', async (t) => {
+  for (const [hash, heading] of [
+    ['overview', 'Overview'],
+    ['subjects', 'Data subjects'],
+    ['activity', 'Activity log'],
+    ['applications', 'Applications'],
+    ['registry', 'Registry'],
+    ['alerts', 'Alerts'],
+    ['rules', 'Rules'],
+  ]) {
+    await session.go(hash, heading);
+    await page.locator('main [aria-busy]').first().waitFor({ state: 'detached' });
+    t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 }, hash);
+    t.true((await pageWidth(page)) <= 1280, `${hash} is ${await pageWidth(page)} px wide`);
+  }
+  // Text from the templates themselves is never marked: only data carries hidden characters.
+  await session.go('registry', 'Registry');
+  t.is(await page.locator('.hidden-char').count(), 0);
+});
+
+test.serial('the activity log marks hidden characters, says who reported for whom and keeps long ids in their cells', async (t) => {
+  await session.go('activity', 'Activity log');
+  const table = page.getByRole('region', { name: 'Activity records' });
+  // The STORE reported for the hostile application (the subject's own store is the admin's).
+  const row = table.getByRole('row').filter({ hasText: LONG_ID.slice(0, 30) }).filter({ hasText: 'reported by' });
+  await row.waitFor();
+  // The application by its name, markup shown as text, then who sent the record.
+  await row.getByText(`${XSS}⟨U+202E⟩lin`, { exact: true }).waitFor();
+  await row.getByText(`reported by ${adminName}`, { exact: true }).waitFor();
+  t.is(await row.getByText(`${XSS}⟨U+2066⟩`, { exact: true }).count(), 1, 'the user, its isolate marked');
+  t.is(await row.locator('.hidden-char').first().innerText(), '⟨U+202E⟩');
+  // The markers are drawn, not only present.
+  t.true(await row.locator('.hidden-char').first().isVisible());
+  const link = row.getByRole('link', { name: LONG_ID });
+  t.is(await link.getAttribute('title'), LONG_ID);
+  t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 });
+  t.true((await pageWidth(page)) <= 1280);
+  const overflow = await table.evaluate((wrap: any) => wrap.scrollWidth - wrap.clientWidth);
+  t.true(overflow <= 0, `the activity table fits its frame (${overflow}px too wide)`);
+  const spoofed = table.getByRole('row').filter({ hasText: 'a"b,c⟨U+202E⟩' });
+  t.is(await spoofed.count(), FORMULAS.length);
+  await session.shot('hostile-activity');
+});
+
+test.serial('the CSV export quotes every cell and keeps formulas from running', async (t) => {
+  await session.go('activity', 'Activity log');
+  await page.getByRole('region', { name: 'Activity records' }).waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+  const text = readFileSync((await download.path())!, 'utf8');
+  const [header, ...rows] = parseCsv(text); // throws on any unquoted cell
+  t.is(header.join(','), 'sequence,part,eventId,eventType,timestamp,recordedDate,subjectId,dataPointId,attribute,applicationId,applicationUser,recordedBy,reportOnly,sealed,hash,change');
+  const column = (name: string) => rows.map((r) => r[header.indexOf(name)]);
+  const users = column('applicationUser');
+  for (const user of FORMULAS) t.true(users.includes(`'${user}`), `${JSON.stringify(user)} is prefixed`);
+  t.false(users.some((u) => /^[=+\-@\t\r\n]/.test(u)), 'no cell starts as a formula');
+  // The data as it is, hidden characters and all: the file is evidence, not a display.
+  t.true(column('subjectId').includes(`a"b,c${RLO}`));
+  t.true(column('subjectId').includes(LONG_ID));
+  t.true(rows.every((r) => r.length === header.length));
+});
+
+test.serial('a subject page with a spoofed id shows it marked, and the purge takes the id as shown', async (t) => {
+  await session.go(`subjects/${encodeURIComponent(SPOOFED)}`, `Subject ${SPOOFED_SHOWN}`);
+  const points = page.getByRole('region', { name: 'Data points of the subject' });
+  await points.getByRole('cell', { name: 'NOTE', exact: true }).waitFor();
+  await page.getByLabel('Private key file').setInputFiles(session.keyFile);
+  await page.getByRole('button', { name: 'Reveal values' }).click();
+  await points.getByText(`${XSS} ⟨U+202E⟩321 ssecca`).waitFor();
+  await page.getByText(`Type the subject id ${SPOOFED_SHOWN} to confirm`).waitFor();
+  t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 });
+  t.true((await pageWidth(page)) <= 1280);
+  await session.shot('hostile-subject');
+
+  const purge = page.getByRole('button', { name: 'Purge subject' });
+  const typed = page.getByLabel(/Type the subject id/);
+  await typed.fill(SPOOFED);
+  t.false(await purge.isDisabled(), 'the raw id, pasted, arms it');
+  await typed.fill('invoice-fdp.exe');
+  t.true(await purge.isDisabled(), 'what the override made it look like does not');
+  await typed.fill(SPOOFED_SHOWN);
+  t.false(await purge.isDisabled(), 'the id as shown arms it');
+  await purge.click();
+  await page.getByText(`Subject ${SPOOFED_SHOWN} purged`).waitFor();
+  t.is((await callVault(session.vault, 'GET', `/datasubjects/${encodeURIComponent(SPOOFED)}`)).status, 404);
+});
+
+test.serial('markup in a subject id stays text, and the longest ids and names keep the pages 1280 px wide', async (t) => {
+  await session.go(`subjects/${encodeURIComponent(XSS_SUBJECT)}`, `Subject ${XSS}⟨U+200B⟩`);
+  await page.getByRole('region', { name: 'Data points of the subject' }).getByRole('cell', { name: 'NOTE', exact: true }).waitFor();
+  t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 });
+
+  await session.go(`subjects/${encodeURIComponent(LONG_ID)}`, `Subject ${LONG_ID}`);
+  await page.getByRole('region', { name: 'Activity of the subject' }).getByRole('row').nth(1).waitFor();
+  t.is(await page.getByRole('heading', { level: 1 }).getAttribute('title'), LONG_ID);
+  t.true((await pageWidth(page)) <= 1280, `the subject page is ${await pageWidth(page)} px wide`);
+  await session.shot('hostile-long-subject');
+
+  await session.go('applications', 'Applications');
+  const name = page.getByRole('region', { name: 'Applications' }).getByText(LONG_NAME, { exact: true });
+  await name.waitFor();
+  t.is(await name.getAttribute('title'), LONG_NAME, 'cut to a few lines, whole in its title');
+  t.true((await name.boundingBox())!.height < 100);
+  t.true((await pageWidth(page)) <= 1280, `the applications page is ${await pageWidth(page)} px wide`);
+  await page.getByRole('button', { name: `Change ${LONG_NAME}` }).click();
+  await page.getByRole('heading', { name: `Change ${LONG_NAME}` }).waitFor();
+  t.true((await pageWidth(page)) <= 1280, 'and with its form open');
+  await session.shot('hostile-applications');
+});
+
+test.serial('a vault that will not say what the key may do gets "Try again", not a non-admin console', async (t) => {
+  const busy = (status: number) => page.route('**/applications/me', (route) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify({ message: status === 429 ? 'Too Many Requests' : 'Service Unavailable' }) }));
+  // A reload asks again, and is told to slow down.
+  await busy(429);
+  await page.reload();
+  const alert = page.getByRole('alert').filter({ hasText: 'The vault could not check this API key' });
+  await alert.waitFor();
+  t.regex(await alert.innerText(), /429 Too Many Requests/);
+  t.is(await page.getByText('Application key (limited)').count(), 0, 'not labelled a non-admin');
+  await session.shot('hostile-who-unknown');
+  await page.unroute('**/applications/me');
+  await page.getByRole('button', { name: 'Try again' }).click();
+  await page.getByText('Administrator key').waitFor();
+
+  // Signing in while the vault is unavailable: the same choice, and Sign out forgets the key.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await busy(503);
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('alert').filter({ hasText: '503 Service Unavailable' }).waitFor();
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  t.is(await page.evaluate(() => sessionStorage.length), 0);
+  await page.unroute('**/applications/me');
+
+  // A key the vault refuses is still the sign-in form's own error.
+  await page.getByLabel('API key').fill('not-a-key-at-all');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('alert').filter({ hasText: '401 Unauthorized' }).waitFor();
+  t.is(await page.getByRole('button', { name: 'Try again' }).count(), 0);
+});
