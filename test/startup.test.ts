@@ -4,6 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { freePort, REPO_ROOT, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
 import { testKeyPair } from '../core/src/testing/harness.js';
 
@@ -54,10 +55,25 @@ test('first start with nothing configured prints the admin key and where the pri
 test('invalid configuration stops the start with a message naming the setting, before anything is created', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-invalid-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const adminKeyRule = 'VAULT_ADMIN_API_KEY must be 16 to 512 characters of printable ASCII, without spaces';
+  const indexKeyRule = 'VAULT_INDEX_KEY must be the base64 of at least 32 random bytes (`openssl rand -base64 32` makes one)';
+  const webhookRule = 'VAULT_ALERT_WEBHOOKS must be http(s) URLs separated by commas; entry 2 is not one';
+  // Secrets the messages must not repeat.
+  const shortIndexKey = randomBytes(24).toString('base64');
+  const passphrase = 'correct horse battery staple, correct horse battery staple';
   const cases: Array<[Record<string, string>, string]> = [
     [{ VAULT_PORT: 'eighty' }, 'VAULT_PORT must be an integer from 0 to 65535, got "eighty"'],
     [{ VAULT_LOG_LEVEL: 'loud' }, 'VAULT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
-    [{ VAULT_ADMIN_API_KEY: 'k'.repeat(513) }, 'VAULT_ADMIN_API_KEY must be 16 to 512 characters'],
+    [{ VAULT_ADMIN_API_KEY: 'k'.repeat(513) }, adminKeyRule],
+    [{ VAULT_ADMIN_API_KEY: 'admin key with a space' }, adminKeyRule],
+    [{ VAULT_ADMIN_API_KEY: 'admin\tkey\u0007bell_0123456789' }, adminKeyRule],
+    [{ VAULT_ADMIN_API_KEY: 'admin_kéy_0123456789' }, adminKeyRule],
+    [{ VAULT_INDEX_KEY: shortIndexKey }, indexKeyRule],
+    [{ VAULT_INDEX_KEY: passphrase }, indexKeyRule],
+    [{ VAULT_ALERT_WEBHOOKS: 'https://hooks.example/a, ftp://ops:hookpassword@files.example/x' }, webhookRule],
+    [{ VAULT_ALERT_WEBHOOKS: 'https://hooks.example/a,not a url' }, webhookRule],
+    [{ VAULT_RETENTION_SWEEP_MS: 'hourly' }, 'VAULT_RETENTION_SWEEP_MS must be an integer from 0 to 86400000, got "hourly"'],
+    [{ VAULT_RETENTION_SWEEP_MS: '-1' }, 'VAULT_RETENTION_SWEEP_MS must be an integer from 0 to 86400000, got "-1"'],
     [{ VAULT_ENCRYPTION_PUBLIC_KEY: 'notbase64' }, 'VAULT_ENCRYPTION_PUBLIC_KEY must be the base64 of a PEM RSA public key (PKCS#1 or SPKI)'],
     [{ VAULT_ENCRYPTION_PUBLIC_KEY: testKeyPair().privateKey }, 'VAULT_ENCRYPTION_PUBLIC_KEY holds a private key: give the public key only, the vault must never hold a private key'],
     [{ VAULT_TLS_CERT: join(dataDir, 'nope.crt'), VAULT_TLS_KEY: join(dataDir, 'nope.key') }, `VAULT_TLS_CERT names no readable file: ${join(dataDir, 'nope.crt')}`],
@@ -67,6 +83,9 @@ test('invalid configuration stops the start with a message naming the setting, b
     const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_ADMIN_API_KEY: '', ...env });
     t.is(await vault.exited, 2, message);
     t.is(vault.output().trim(), `Invalid configuration: ${message}`);
+    for (const secret of [shortIndexKey, passphrase, 'hookpassword', 'admin key with a space', 'bell_0123456789', 'admin_kéy']) {
+      t.false(vault.output().includes(secret), `${message} repeats a secret`);
+    }
   }
   t.deepEqual(readdirSync(dataDir), [], 'no admin key, key pair or database was made');
 });

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parsePublicKeyHeader } from './crypto/keys.js';
+import { isPrintableAscii, MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './applications/api-key.js';
 
 export interface LicenseConfig {
   /** Undefined: unlimited custom regulations. */
@@ -35,8 +36,12 @@ export interface VaultConfig {
   adminApiKey?: string;
   /** Base64 of a PEM public key, as in the X-Encryption-Key header. */
   encryptionPublicKey?: string;
-  /** Base64 of the blind-index secret. */
+  /** Base64 of the blind-index secret, at least `MIN_INDEX_KEY_BYTES` of it. */
   indexKey?: string;
+  /** Where every alert is POSTed, and the secret that signs each delivery. */
+  alertWebhooks: { urls: string[]; secret?: string };
+  /** Between retention sweeps, ms; 0 turns the sweep off. */
+  retentionSweepMs: number;
   bodyLimit: number;
   /** How long a client may take to send a whole request before 408; 0 waits forever. */
   requestTimeoutMs: number;
@@ -107,6 +112,35 @@ function trustProxy(raw: string | undefined): boolean | number | string[] {
   return entries.length === 0 ? false : entries;
 }
 
+/**
+ * Webhook URLs may carry credentials, so a bad entry is named by its position, never quoted.
+ */
+function webhookUrls(raw: string | undefined): string[] {
+  const urls = (raw ?? '').split(',').map((u) => u.trim()).filter((u) => u.length > 0);
+  urls.forEach((url, i) => {
+    if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) {
+      throw new ConfigError(`VAULT_ALERT_WEBHOOKS must be http(s) URLs separated by commas; entry ${i + 1} is not one`);
+    }
+  });
+  return urls;
+}
+
+/**
+ * The blind index, and the request log's digests of ids, are HMAC-SHA256 under this key:
+ * 32 bytes is SHA-256's own strength, and a shorter key is one that an attacker holding a
+ * copy of the database could search for. Node's base64 decoder skips what is not base64, so
+ * a passphrase would pass as a shorter key than it looks: only the base64 alphabets count.
+ */
+export const MIN_INDEX_KEY_BYTES = 32;
+
+function indexKey(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(raw) || Buffer.from(raw, 'base64').length < MIN_INDEX_KEY_BYTES) {
+    throw new ConfigError(`VAULT_INDEX_KEY must be the base64 of at least ${MIN_INDEX_KEY_BYTES} random bytes (\`openssl rand -base64 ${MIN_INDEX_KEY_BYTES}\` makes one)`);
+  }
+  return raw;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** As the X-Encryption-Key header is read, so a key the vault would refuse at start stops it here, named. */
@@ -145,10 +179,8 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     throw new ConfigError('VAULT_DB must be sqlite:<path> or a postgres:// URL');
   }
   const adminApiKey = env.VAULT_ADMIN_API_KEY || undefined;
-  // The longest key the vault accepts in a request: a longer one would make an admin no one
-  // can ever sign in as.
-  if (adminApiKey !== undefined && (adminApiKey.length < 16 || adminApiKey.length > 512)) {
-    throw new ConfigError('VAULT_ADMIN_API_KEY must be 16 to 512 characters');
+  if (adminApiKey !== undefined && (adminApiKey.length < MIN_API_KEY_LENGTH || adminApiKey.length > MAX_API_KEY_LENGTH || !isPrintableAscii(adminApiKey))) {
+    throw new ConfigError(`VAULT_ADMIN_API_KEY must be ${MIN_API_KEY_LENGTH} to ${MAX_API_KEY_LENGTH} characters of printable ASCII, without spaces`);
   }
   const logLevel = env.VAULT_LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`VAULT_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
@@ -182,7 +214,9 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     decryptThreads: integer(env, 'VAULT_DECRYPT_THREADS', availableParallelism() > 1 ? 1 : 0, 0, 64),
     adminApiKey,
     encryptionPublicKey,
-    indexKey: env.VAULT_INDEX_KEY || undefined,
+    indexKey: indexKey(env.VAULT_INDEX_KEY),
+    alertWebhooks: { urls: webhookUrls(env.VAULT_ALERT_WEBHOOKS), secret: env.VAULT_ALERT_WEBHOOK_SECRET || undefined },
+    retentionSweepMs: integer(env, 'VAULT_RETENTION_SWEEP_MS', 60_000, 0, 86_400_000),
     bodyLimit: integer(env, 'VAULT_BODY_LIMIT', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     requestTimeoutMs: integer(env, 'VAULT_REQUEST_TIMEOUT_MS', 60_000, 0, 3_600_000),
     logLevel,

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { ApplicationService } from './applications/service.js';
-import type { VaultConfig } from './config.js';
+import { MIN_INDEX_KEY_BYTES, type VaultConfig } from './config.js';
 import { WriteGroup } from './db/write-group.js';
 import { connect, disconnect, redactUrl, type DatabaseHandle } from './db/connect.js';
 import { tightenMode } from './db/sqlite.js';
@@ -30,9 +30,9 @@ import { meterActivity, meterAlerts, meterRules, meterSearches } from './ops/met
 import type { RulesEngine } from './rules/engine.js';
 import { VaultRulesEngine } from './rules/evaluator.js';
 import { RuleService } from './rules/service.js';
-import { RetentionSweeper, sweepIntervalFromEnv } from './rules/retention.js';
+import { RetentionSweeper } from './rules/retention.js';
 import { AlertService } from './alerts/service.js';
-import { WebhookDelivery, webhookOptionsFromEnv } from './alerts/webhooks.js';
+import { DEFAULT_WEBHOOK_OPTIONS, WebhookDelivery } from './alerts/webhooks.js';
 import type { ActivityLog } from './activity/log.js';
 import { PendingActivityLog } from './activity/appender.js';
 import { ActivitySealer } from './activity/sealer.js';
@@ -124,7 +124,7 @@ export class Vault {
     this.definitions = new DefinitionService(this.db, () => this.rules, this.activity, definitionsChanged);
     this.entities = new EntityService(this.db, this.activity);
     this.search = new SearchService(this.reader, this.indexKey);
-    this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery(webhookOptionsFromEnv(process.env), this.logger));
+    this.alerts = new AlertService(this.db, this.logger, new WebhookDelivery({ ...DEFAULT_WEBHOOK_OPTIONS, ...this.config.alertWebhooks }, this.logger));
     this.ruleService = new RuleService(this.db, this.logger, () => this.config.license.customRules, this.activity);
     this.rules = meterRules(new VaultRulesEngine(this.ruleService, this.alerts, this.logger, this.activity), this.metrics);
     this.writes = new WriteGroup(this.db, this.dialect, {
@@ -150,7 +150,7 @@ export class Vault {
     this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
     this.metrics.checkpoints = () => handle.checkpointer?.stats();
     this.keyRotation = new KeyRotation(this.db, this.keyring, this.datapoints.dataKeys, this.activity);
-    this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, sweepIntervalFromEnv(process.env));
+    this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, this.config.retentionSweepMs);
   }
 
   /** Opens the database, migrates it, and makes sure the operator has keys to get in. */
@@ -267,14 +267,10 @@ function requireDatabaseFile(config: VaultConfig): void {
  * start would take for the vault's own.
  */
 function loadIndexKey(config: VaultConfig, create: boolean): Buffer {
-  if (config.indexKey) {
-    const key = Buffer.from(config.indexKey, 'base64');
-    if (key.length < 32) throw new Error('VAULT_INDEX_KEY must be the base64 of at least 32 random bytes');
-    return key;
-  }
+  if (config.indexKey) return Buffer.from(config.indexKey, 'base64');
   const path = join(config.dataDir, 'index.key');
   if (existsSync(path)) return Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-  const key = randomBytes(32);
+  const key = randomBytes(MIN_INDEX_KEY_BYTES);
   if (create) writeSecretFile(path, key.toString('base64'));
   return key;
 }

@@ -2,10 +2,8 @@ import test from 'ava';
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConfigError } from '../config.js';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { fuzzRoutes } from '../testing/fuzz.js';
-import { webhookOptionsFromEnv } from './webhooks.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -236,14 +234,6 @@ test('GET /alerts is for admins, and refuses bad filters with 400', async (t) =>
   const levelMessage = await v.request('GET', '/alerts', { query: { level: 'CRITICAL' } });
   t.is(levelMessage.status, 400);
   t.is(levelMessage.body.message, 'level must be one of NORMAL, INFO, WARNING, DANGER, SUCCESS, NEUTRAL');
-});
-
-test('VAULT_ALERT_WEBHOOKS is a comma-separated list of http(s) URLs', (t) => {
-  t.deepEqual(webhookOptionsFromEnv({ VAULT_ALERT_WEBHOOKS: 'http://a.example/x, https://b.example/y' }).urls, ['http://a.example/x', 'https://b.example/y']);
-  t.deepEqual(webhookOptionsFromEnv({}).urls, []);
-  t.is(webhookOptionsFromEnv({ VAULT_ALERT_WEBHOOK_SECRET: 's' }).secret, 's');
-  t.throws(() => webhookOptionsFromEnv({ VAULT_ALERT_WEBHOOKS: 'ftp://x.example' }), { instanceOf: ConfigError });
-  t.throws(() => webhookOptionsFromEnv({ VAULT_ALERT_WEBHOOKS: 'not a url' }), { instanceOf: ConfigError });
 });
 
 test('hostile queries never cause a 5xx', async (t) => {

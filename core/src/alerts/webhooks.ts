@@ -8,7 +8,6 @@
 import { createHmac } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
-import { ConfigError } from '../config.js';
 
 export interface WebhookOptions {
   urls: string[];
@@ -28,28 +27,6 @@ export const DEFAULT_WEBHOOK_OPTIONS: Omit<WebhookOptions, 'urls'> = {
   maxDelayMs: 60_000,
   timeoutMs: 5_000,
 };
-
-type Env = Record<string, string | undefined>;
-
-/** `VAULT_ALERT_WEBHOOKS` (comma-separated http(s) URLs), `VAULT_ALERT_WEBHOOK_SECRET`. */
-export function webhookOptionsFromEnv(env: Env): WebhookOptions {
-  const urls = (env.VAULT_ALERT_WEBHOOKS ?? '')
-    .split(',')
-    .map((u) => u.trim())
-    .filter((u) => u.length > 0);
-  for (const url of urls) {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new ConfigError('VAULT_ALERT_WEBHOOKS must be a comma-separated list of http(s) URLs');
-    }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-      throw new ConfigError('VAULT_ALERT_WEBHOOKS must be a comma-separated list of http(s) URLs');
-    }
-  }
-  return { ...DEFAULT_WEBHOOK_OPTIONS, urls, ...(env.VAULT_ALERT_WEBHOOK_SECRET ? { secret: env.VAULT_ALERT_WEBHOOK_SECRET } : {}) };
-}
 
 /** Webhook URLs may carry credentials; logs name the host only. */
 function hostOf(url: string): string {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../access/caller.js';
 import { confirmation, envelope, errors, isoDate, pathParams } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
+import { MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './api-key.js';
 import { MAX_KEEP_PREVIOUS_SECONDS, type CreateApplicationInput, type RollKeyInput, type UpdateApplicationInput } from './service.js';
 
 const attributesList = { type: 'array', maxItems: 10000, items: { type: 'string', minLength: 1, maxLength: 256 } } as const;
@@ -28,7 +29,7 @@ const createBody = {
     name: { type: 'string', minLength: 1, maxLength: 256 },
     attributes: attributesList,
     admin: { type: 'boolean' },
-    apiKey: { type: 'string', minLength: 16, maxLength: 512 },
+    apiKey: { type: 'string', minLength: MIN_API_KEY_LENGTH, maxLength: MAX_API_KEY_LENGTH },
   },
 } as const;
 
@@ -47,7 +48,7 @@ const rollKeyBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    apiKey: { type: 'string', minLength: 16, maxLength: 512 },
+    apiKey: { type: 'string', minLength: MIN_API_KEY_LENGTH, maxLength: MAX_API_KEY_LENGTH },
     keepPreviousForSeconds: { type: 'integer', minimum: 0, maximum: MAX_KEEP_PREVIOUS_SECONDS },
   },
 } as const;

@@ -8,6 +8,7 @@ import { FreshCache } from '../util/fresh-cache.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { isPrintableAscii, MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './api-key.js';
 
 export interface Application {
   id: string;
@@ -41,7 +42,6 @@ export interface RollKeyInput {
   keepPreviousForSeconds?: number;
 }
 
-const MIN_KEY_LENGTH = 16;
 export const API_KEY_CHARACTERS = 'API key must be printable ASCII, without spaces';
 export const KEY_IN_USE = 'API key is already in use';
 /** The longest a replaced key may stay valid: long enough for a release cycle, short enough to end. */
@@ -63,9 +63,8 @@ function storedAttributes(attributes: string[]): string {
 }
 
 function checkApiKey(apiKey: string): void {
-  if (apiKey.length < MIN_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_KEY_LENGTH} characters`);
-  // HTTP trims a header's spaces and Node reads its bytes as Latin-1: any other key could never sign in.
-  if (!/^[\x21-\x7e]+$/.test(apiKey)) throw badRequest(API_KEY_CHARACTERS);
+  if (apiKey.length < MIN_API_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_API_KEY_LENGTH} characters`);
+  if (!isPrintableAscii(apiKey)) throw badRequest(API_KEY_CHARACTERS);
 }
 
 /**
@@ -262,7 +261,7 @@ export class ApplicationService {
   }
 
   async authenticate(apiKey: string): Promise<Caller | undefined> {
-    if (apiKey.length < MIN_KEY_LENGTH || apiKey.length > 512) return undefined;
+    if (apiKey.length < MIN_API_KEY_LENGTH || apiKey.length > MAX_API_KEY_LENGTH) return undefined;
     const keyHash = hashApiKey(apiKey);
     return this.callers.get(keyHash, async () => {
       const row = await this.db

@@ -19,7 +19,6 @@ import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import { ActivityService } from '../activity/service.js';
-import { ConfigError } from '../config.js';
 import { deleteStructures } from '../datapoints/plane.js';
 import { committed } from '../db/after-commit.js';
 import { dialectOf } from '../db/dialect.js';
@@ -27,23 +26,11 @@ import type { Database } from '../db/schema.js';
 import { nowIso } from '../util/time.js';
 import type { IdleRetentionTable } from './tables.js';
 
-export const DEFAULT_SWEEP_MS = 60_000;
 const BATCH = 500;
 const DAY_MS = 86_400_000;
 /** An entity on hold is looked at again a day later rather than on every sweep. */
 const HELD_RECHECK_MS = DAY_MS;
 export const RETENTION_APPLICATION = 'retention';
-
-/** `VAULT_RETENTION_SWEEP_MS`: milliseconds between sweeps; 0 turns the sweep off. */
-export function sweepIntervalFromEnv(env: Record<string, string | undefined>): number {
-  const raw = env.VAULT_RETENTION_SWEEP_MS;
-  if (raw === undefined || raw === '') return DEFAULT_SWEEP_MS;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0 || value > 86_400_000) {
-    throw new ConfigError(`VAULT_RETENTION_SWEEP_MS must be an integer from 0 to 86400000, got "${raw}"`);
-  }
-  return value;
-}
 
 interface PointRow {
   id: string;

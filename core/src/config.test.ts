@@ -1,0 +1,43 @@
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { ConfigError, loadConfig } from './config.js';
+
+test('VAULT_ALERT_WEBHOOKS and its secret are read with the rest of the configuration', (t) => {
+  const config = loadConfig({ VAULT_ALERT_WEBHOOKS: 'http://a.example/x, https://b.example/y,', VAULT_ALERT_WEBHOOK_SECRET: 's' });
+  t.deepEqual(config.alertWebhooks, { urls: ['http://a.example/x', 'https://b.example/y'], secret: 's' });
+  t.deepEqual(loadConfig({}).alertWebhooks, { urls: [], secret: undefined });
+  t.throws(() => loadConfig({ VAULT_ALERT_WEBHOOKS: 'ftp://x.example' }), {
+    instanceOf: ConfigError,
+    message: 'VAULT_ALERT_WEBHOOKS must be http(s) URLs separated by commas; entry 1 is not one',
+  });
+});
+
+test('VAULT_RETENTION_SWEEP_MS: a minute by default, 0 turns the sweep off', (t) => {
+  t.is(loadConfig({}).retentionSweepMs, 60_000);
+  t.is(loadConfig({ VAULT_RETENTION_SWEEP_MS: '0' }).retentionSweepMs, 0);
+  t.throws(() => loadConfig({ VAULT_RETENTION_SWEEP_MS: '1.5' }), {
+    instanceOf: ConfigError,
+    message: 'VAULT_RETENTION_SWEEP_MS must be an integer from 0 to 86400000, got "1.5"',
+  });
+});
+
+test('VAULT_INDEX_KEY: 32 bytes or more, in either base64 alphabet', (t) => {
+  const key = randomBytes(32);
+  t.is(loadConfig({ VAULT_INDEX_KEY: key.toString('base64') }).indexKey, key.toString('base64'));
+  t.is(loadConfig({ VAULT_INDEX_KEY: key.toString('base64url') }).indexKey, key.toString('base64url'));
+  t.is(loadConfig({ VAULT_INDEX_KEY: randomBytes(64).toString('base64') }).indexKey?.length, 88);
+  for (const bad of [randomBytes(31).toString('base64'), `${key.toString('base64')} `, '!'.repeat(64)]) {
+    const err = t.throws(() => loadConfig({ VAULT_INDEX_KEY: bad }), { instanceOf: ConfigError });
+    t.is(err?.message, 'VAULT_INDEX_KEY must be the base64 of at least 32 random bytes (`openssl rand -base64 32` makes one)');
+  }
+});
+
+test('VAULT_ADMIN_API_KEY follows the rule for every API key', (t) => {
+  t.is(loadConfig({ VAULT_ADMIN_API_KEY: 'vk_!#$%&()*+-./0123456789:;<=>?@[]^_{|}~' }).adminApiKey?.length, 40);
+  for (const bad of ['short_key', ' leading_space_key', 'trailing_newline_key\n']) {
+    t.throws(() => loadConfig({ VAULT_ADMIN_API_KEY: bad }), {
+      instanceOf: ConfigError,
+      message: 'VAULT_ADMIN_API_KEY must be 16 to 512 characters of printable ASCII, without spaces',
+    });
+  }
+});
