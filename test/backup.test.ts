@@ -179,7 +179,6 @@ test('PostgreSQL: pg_dump backup and pg_restore into a fresh database', async (t
   missing.pathname = `/no_such_database_${randomBytes(4).toString('hex')}`;
   const restoreInto = cli.bind(null, ['restore', '--from', backup]);
   for (const attempt of [
-    () => cli(['backup', '--to', join(dir, 'no-such-dir', 'x.dump')], env2),
     () => cli(['backup', '--to', join(dir, 'y.dump')], { ...env2, VAULT_DB: missing.toString() }),
     () => restoreInto({ ...env2, VAULT_DB: missing.toString() }),
   ]) {
@@ -199,4 +198,69 @@ test('PostgreSQL: pg_dump backup and pg_restore into a fresh database', async (t
   const { rows } = await client.query('select count(*)::int as n from datapoints');
   await client.end();
   t.is(rows[0].n, 10);
+});
+
+/** Runs a verb expected to fail: its exit code and what it wrote to stderr. */
+function failing(args: string[], env: Record<string, string>): { status?: number; stderr: string } {
+  const err = (() => {
+    try {
+      cli(args, env);
+    } catch (e) {
+      return e as Error & { status?: number; stderr?: string };
+    }
+    throw new Error(`vault ${args.join(' ')} succeeded`);
+  })();
+  return { status: err.status, stderr: String(err.stderr).trim() };
+}
+
+test('backup and restore say what stands in their way: a directory that is not there, the other database, a database in use', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const dir = mkdtempSync(join(tmpdir(), 'vault-backup-refusals-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const password = `Pw${randomBytes(6).toString('hex')}`;
+  const withPassword = new URL(database.url);
+  withPassword.password = password;
+  const indexKey = randomBytes(32).toString('base64');
+  const onPostgres = { VAULT_DB: withPassword.toString(), VAULT_DATA_DIR: join(dir, 'pg'), VAULT_INDEX_KEY: indexKey };
+  const onSqlite = { VAULT_DB: `sqlite:${join(dir, 'sqlite', 'vault.db')}`, VAULT_DATA_DIR: join(dir, 'sqlite'), VAULT_INDEX_KEY: indexKey };
+  for (const env of [onPostgres, onSqlite]) cli(['migrate'], env);
+
+  // Found before the vault is opened, on either database: no ENOENT from deep inside.
+  const missing = join(dir, 'no-such-dir');
+  for (const env of [onPostgres, onSqlite]) {
+    t.deepEqual(failing(['backup', '--to', join(missing, 'vault.bak')], env), {
+      status: 2,
+      stderr: `--to: the directory ${missing} does not exist: create it first (nothing was backed up)`,
+    });
+  }
+  t.deepEqual(failing(['backup', '--to', dir], onSqlite), { status: 2, stderr: `--to names a directory (${dir}): give the backup file's name in it` });
+
+  const dump = join(dir, 'vault.dump');
+  const copy = join(dir, 'vault.db');
+  cli(['backup', '--to', dump], onPostgres);
+  cli(['backup', '--to', copy], onSqlite);
+  t.deepEqual(failing(['restore', '--from', dump], onSqlite), {
+    status: 1,
+    stderr: `${dump} is a PostgreSQL backup, but VAULT_DB configures a SQLite vault: restore it into a vault on PostgreSQL; nothing was changed`,
+  });
+  t.deepEqual(failing(['restore', '--from', copy], onPostgres), {
+    status: 1,
+    stderr: `${copy} is a SQLite backup, but VAULT_DB configures a PostgreSQL vault: restore it into a vault on SQLite; nothing was changed`,
+  });
+
+  // Any other session on the database, a running vault's or not, stops the restore.
+  const session = new pg.Client({ connectionString: database.url });
+  await session.connect();
+  const migrations = async () => (await session.query('select count(*)::int as n from kysely_migration')).rows[0].n as number;
+  const applied = await migrations();
+  const inUse = failing(['restore', '--from', dump], onPostgres);
+  t.deepEqual(inUse, {
+    status: 1,
+    stderr: `${withPassword.toString().replace(password, '***')} has 1 other session connected (a running vault?): stop it before restoring; nothing was changed`,
+  });
+  t.false(inUse.stderr.includes(password));
+  t.is(await migrations(), applied, 'the vault tables are still there');
+  await session.end();
+  t.regex(cli(['restore', '--from', dump], onPostgres), /^Restored /);
 });

@@ -1,12 +1,14 @@
 /** `vault backup` and `vault restore`: online backups of either database, and their restore. */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../config.js';
 import { conflict } from '../errors.js';
 import type { Vault } from '../vault.js';
 import { redactUrl } from '../db/connect.js';
+import type { DialectName } from '../db/dialect.js';
+import type { Client } from 'pg';
 import { withVault, type Command } from './command.js';
 
 export const backupCommands: Record<string, Command> = {
@@ -20,6 +22,11 @@ export const backupCommands: Record<string, Command> = {
         return 2;
       }
       const target = resolve(String(values.to));
+      const unwritable = targetProblem(target);
+      if (unwritable) {
+        io.err(unwritable);
+        return 2;
+      }
       await withVault(io, (vault) => backupDatabase(vault, target, io.env));
       io.out(`Backed up to ${target}. The blind-index key (VAULT_INDEX_KEY or index.key) is not in it: keep it with the backup, apart from the private key.`);
       return 0;
@@ -47,6 +54,18 @@ export const backupCommands: Record<string, Command> = {
     },
   },
 };
+
+/** Why a backup could not be written to `target`, found before the vault is opened. */
+function targetProblem(target: string): string | undefined {
+  const directory = dirname(target);
+  if (!statSync(directory, { throwIfNoEntry: false })?.isDirectory()) {
+    return `--to: the directory ${directory} does not exist: create it first (nothing was backed up)`;
+  }
+  if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) {
+    return `--to names a directory (${target}): give the backup file's name in it`;
+  }
+  return undefined;
+}
 
 export async function backupDatabase(vault: Vault, target: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (vault.handle.sqlite) {
@@ -171,8 +190,30 @@ function isVaultDatabase(path: string): boolean {
   }
 }
 
+const DIALECT_NAMES: Record<DialectName, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
+
+/** Which database made a backup, from its first bytes: SQLite's file header, or pg_dump's custom format. */
+function backupDialect(source: string): DialectName | undefined {
+  const head = Buffer.alloc(16);
+  const fd = openSync(source, 'r');
+  try {
+    readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (head.equals(Buffer.from('SQLite format 3\0'))) return 'sqlite';
+  return head.subarray(0, 5).toString('latin1') === 'PGDMP' ? 'postgres' : undefined;
+}
+
 export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  if (dbUrl.startsWith('sqlite:')) {
+  const configured: DialectName = dbUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+  const made = backupDialect(source);
+  if (made !== undefined && made !== configured) {
+    throw conflict(
+      `${source} is a ${DIALECT_NAMES[made]} backup, but VAULT_DB configures a ${DIALECT_NAMES[configured]} vault: restore it into a vault on ${DIALECT_NAMES[made]}; nothing was changed`,
+    );
+  }
+  if (configured === 'sqlite') {
     const path = dbUrl.slice('sqlite:'.length);
     if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
     if (!isVaultDatabase(source)) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
@@ -207,6 +248,22 @@ async function isVaultDump(source: string, env: NodeJS.ProcessEnv): Promise<bool
 }
 
 /**
+ * A vault (or anyone) still connected would go on serving from tables being dropped and
+ * restored beneath it, and write into them. Checked as the restore begins: a vault started
+ * after that is the operator's to prevent, as on SQLite.
+ */
+async function refuseOtherSessions(client: Client, dbUrl: string): Promise<void> {
+  const { rows } = await client.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
+  );
+  const n = rows[0].n;
+  if (n > 0) {
+    throw conflict(`${redactUrl(dbUrl)} has ${n} other session${n === 1 ? '' : 's'} connected (a running vault?): stop ${n === 1 ? 'it' : 'them'} before restoring; nothing was changed`);
+  }
+}
+
+/**
  * Empties the vault's schema of every table, view, sequence and function, so the restored
  * database is the backup's and nothing else. `pg_restore --clean` drops only what the dump
  * holds: tables a newer release added stayed while the migration table went back, and the
@@ -220,6 +277,7 @@ async function dropVaultSchema(dbUrl: string): Promise<void> {
   await client.connect();
   try {
     await client.query('begin');
+    await refuseOtherSessions(client, dbUrl);
     const objects = await client.query<{ kind: string; name: string }>(
       `select case c.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end as kind,
               format('%I.%I', n.nspname, c.relname) as name
