@@ -68,6 +68,14 @@ test('the block parser reads markers and languages', (t) => {
   ]);
 });
 
+test('every setting the vault reads is in a table of README.md, as "Every setting comes from the environment" promises', (t) => {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const tableRows = readme.split('\n').filter((line) => line.startsWith('| `'));
+  const read = new Set(readFileSync(join(repoRoot, 'core/src/config.ts'), 'utf8').match(/VAULT_[A-Z_]+/g));
+  t.true(read.size >= 25);
+  for (const name of read) t.true(tableRows.some((row) => row.includes(`\`${name}\``)), `${name} is documented`);
+});
+
 /** The service in front of which the reverse proxy runs: user u-1 was there before the sidecar. */
 async function startCrm(): Promise<{ server: Server; port: number }> {
   const users = new Map<string, Record<string, unknown>>([['u-1', { id: 'u-1', email: 'old@example.org', phone: '+44 20 7946 0001' }]]);

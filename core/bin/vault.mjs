@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The installed `vault` command: TypeScript sources run through tsx, as `npm start` does.
+// The installed `vault` command: TypeScript sources run through tsx, as `npm run dev` does
+// (`npm start` runs the compiled build).
 import { register } from 'tsx/esm/api';
 register();
 const { runCli } = await import('../src/cli/main.ts');
