@@ -277,7 +277,6 @@ async function dropVaultSchema(dbUrl: string): Promise<void> {
   await client.connect();
   try {
     await client.query('begin');
-    await refuseOtherSessions(client, dbUrl);
     const objects = await client.query<{ kind: string; name: string }>(
       `select case c.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end as kind,
               format('%I.%I', n.nspname, c.relname) as name
@@ -294,6 +293,7 @@ async function dropVaultSchema(dbUrl: string): Promise<void> {
     if (tables.length > 0 && !tables.some((o) => /^"?[^.]+"?\.kysely_migration$/.test(o.name))) {
       throw conflict(`${redactUrl(dbUrl)} holds tables but no vault: nothing was changed (restore into the vault's own database)`);
     }
+    await refuseOtherSessions(client, dbUrl);
     for (const { kind, name } of objects.rows) await client.query(`drop ${kind} if exists ${name} cascade`);
     await client.query('commit');
   } catch (err) {
