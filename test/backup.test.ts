@@ -235,6 +235,7 @@ test('backup and restore say what stands in their way: a directory that is not t
     });
   }
   t.deepEqual(failing(['backup', '--to', dir], onSqlite), { status: 2, stderr: `--to names a directory (${dir}): give the backup file's name in it` });
+  t.deepEqual(failing(['restore', '--from', dir], onSqlite), { status: 2, stderr: '--from must name an existing backup file' });
 
   const dump = join(dir, 'vault.dump');
   const copy = join(dir, 'vault.db');

@@ -112,9 +112,7 @@ function trustProxy(raw: string | undefined): boolean | number | string[] {
   return entries.length === 0 ? false : entries;
 }
 
-/**
- * Webhook URLs may carry credentials, so a bad entry is named by its position, never quoted.
- */
+/** Webhook URLs may carry credentials, so a bad entry is named by its position, never quoted. */
 function webhookUrls(raw: string | undefined): string[] {
   const urls = (raw ?? '').split(',').map((u) => u.trim()).filter((u) => u.length > 0);
   urls.forEach((url, i) => {

@@ -38,7 +38,7 @@ export const backupCommands: Record<string, Command> = {
     usage: 'vault restore --from FILE',
     options: { from: { type: 'string' } },
     async run({ values }, io) {
-      if (!values.from || !existsSync(String(values.from))) {
+      if (!values.from || !statSync(String(values.from), { throwIfNoEntry: false })?.isFile()) {
         io.err('--from must name an existing backup file');
         return 2;
       }
