@@ -26,7 +26,10 @@ test('VAULT_INDEX_KEY: 32 bytes or more, in either base64 alphabet', (t) => {
   t.is(loadConfig({ VAULT_INDEX_KEY: key.toString('base64') }).indexKey, key.toString('base64'));
   t.is(loadConfig({ VAULT_INDEX_KEY: key.toString('base64url') }).indexKey, key.toString('base64url'));
   t.is(loadConfig({ VAULT_INDEX_KEY: randomBytes(64).toString('base64') }).indexKey?.length, 88);
-  for (const bad of [randomBytes(31).toString('base64'), `${key.toString('base64')} `, '!'.repeat(64)]) {
+  // As `openssl rand -base64 64` prints it: wrapped at 64 characters.
+  const wrapped = randomBytes(64).toString('base64').replace(/(.{64})/, '$1\n');
+  t.is(loadConfig({ VAULT_INDEX_KEY: wrapped }).indexKey, wrapped);
+  for (const bad of [randomBytes(31).toString('base64'), `${key.toString('base64')}!`, 'correct horse battery staple, correct horse battery staple', '!'.repeat(64)]) {
     const err = t.throws(() => loadConfig({ VAULT_INDEX_KEY: bad }), { instanceOf: ConfigError });
     t.is(err?.message, 'VAULT_INDEX_KEY must be the base64 of at least 32 random bytes (`openssl rand -base64 32` makes one)');
   }

@@ -133,7 +133,9 @@ export const MIN_INDEX_KEY_BYTES = 32;
 
 function indexKey(raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(raw) || Buffer.from(raw, 'base64').length < MIN_INDEX_KEY_BYTES) {
+  // Line breaks are base64's own (`openssl rand -base64 64` wraps at 64 characters).
+  const base64 = raw.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(base64) || Buffer.from(base64, 'base64').length < MIN_INDEX_KEY_BYTES) {
     throw new ConfigError(`VAULT_INDEX_KEY must be the base64 of at least ${MIN_INDEX_KEY_BYTES} random bytes (\`openssl rand -base64 ${MIN_INDEX_KEY_BYTES}\` makes one)`);
   }
   return raw;
