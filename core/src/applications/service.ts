@@ -64,6 +64,8 @@ function storedAttributes(attributes: string[]): string {
 
 function checkApiKey(apiKey: string): void {
   if (apiKey.length < MIN_API_KEY_LENGTH) throw badRequest(`API key must be at least ${MIN_API_KEY_LENGTH} characters`);
+  // The routes' schemas stop longer ones; the command line reaches here directly.
+  if (apiKey.length > MAX_API_KEY_LENGTH) throw badRequest(`API key must be at most ${MAX_API_KEY_LENGTH} characters`);
   if (!isPrintableAscii(apiKey)) throw badRequest(API_KEY_CHARACTERS);
 }
 

@@ -123,6 +123,14 @@ test('an application is changed and its key rolled from the command line: same i
   const rolled = io(env);
   t.is(await runCli(['applications', 'roll-key', id], rolled.io), 0);
   const [, newKey] = /API key \(shown once\): (\S+); the previous key no longer works$/.exec(rolled.out.join('\n'))!;
+  // A key longer than a request may carry could never sign in: refused, and the key in use stays.
+  const tooLong = `vk_${'x'.repeat(510)}`;
+  for (const verb of [['applications', 'roll-key', id, '--api-key', tooLong], ['applications', 'create', '--name', 'long', '--api-key', tooLong]]) {
+    const refusedKey = io(env);
+    t.is(await runCli(verb, refusedKey.io), 1, verb[1]);
+    t.deepEqual(refusedKey.err, ['API key must be at most 512 characters'], verb[1]);
+    t.deepEqual(refusedKey.out, []);
+  }
 
   const vault = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), existing: true });
   try {
