@@ -1,7 +1,7 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -105,6 +105,23 @@ test('a database that cannot be reached, or a port already taken, stops the star
   const clash = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_ADMIN_API_KEY: 'admin_startup_test_key_0123456789' });
   t.is(await clash.exited, 1);
   t.regex(clash.output(), new RegExp(`The vault could not start: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}\n$`));
+});
+
+test('an index.key emptied or cut short stops the start, and is not replaced by a new key', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-index-key-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const keyFile = join(dataDir, 'index.key');
+  for (const kept of ['', randomBytes(32).toString('base64').slice(0, 20)]) {
+    writeFileSync(keyFile, kept, { mode: 0o600 });
+    const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(await freePort()) });
+    t.is(await vault.exited, 1);
+    t.is(
+      vault.output().trim(),
+      `The vault could not start: ${keyFile} does not hold the base64 of 32 or more bytes: put back the copy kept with the backups (a new key would leave every stored value unsearchable)`,
+    );
+    t.is(readFileSync(keyFile, 'utf8'), kept);
+    t.deepEqual(readdirSync(dataDir), ['index.key'], 'no database was created');
+  }
 });
 
 test('npm start builds dist/ and runs the compiled vault, not the TypeScript sources', async (t) => {

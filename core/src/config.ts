@@ -131,11 +131,16 @@ function webhookUrls(raw: string | undefined): string[] {
  */
 export const MIN_INDEX_KEY_BYTES = 32;
 
-function indexKey(raw: string | undefined): string | undefined {
-  if (raw === undefined || raw === '') return undefined;
+/** Whether `raw` is the base64 of a key long enough for the blind index. */
+export function isIndexKey(raw: string): boolean {
   // Line breaks are base64's own (`openssl rand -base64 64` wraps at 64 characters).
   const base64 = raw.replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(base64) || Buffer.from(base64, 'base64').length < MIN_INDEX_KEY_BYTES) {
+  return /^[A-Za-z0-9+/_-]+={0,2}$/.test(base64) && Buffer.from(base64, 'base64').length >= MIN_INDEX_KEY_BYTES;
+}
+
+function indexKey(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!isIndexKey(raw)) {
     throw new ConfigError(`VAULT_INDEX_KEY must be the base64 of at least ${MIN_INDEX_KEY_BYTES} random bytes (\`openssl rand -base64 ${MIN_INDEX_KEY_BYTES}\` makes one)`);
   }
   return raw;

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { ApplicationService } from './applications/service.js';
-import { MIN_INDEX_KEY_BYTES, type VaultConfig } from './config.js';
+import { isIndexKey, MIN_INDEX_KEY_BYTES, type VaultConfig } from './config.js';
 import { WriteGroup } from './db/write-group.js';
 import { connect, disconnect, redactUrl, type DatabaseHandle } from './db/connect.js';
 import { tightenMode } from './db/sqlite.js';
@@ -269,7 +269,13 @@ function requireDatabaseFile(config: VaultConfig): void {
 function loadIndexKey(config: VaultConfig, create: boolean): Buffer {
   if (config.indexKey) return Buffer.from(config.indexKey, 'base64');
   const path = join(config.dataDir, 'index.key');
-  if (existsSync(path)) return Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+  if (existsSync(path)) {
+    const kept = readFileSync(path, 'utf8');
+    // An emptied or cut-off file would index every later store under another key, and search
+    // would quietly stop finding what was stored before.
+    if (!isIndexKey(kept)) throw new Error(`${path} does not hold the base64 of ${MIN_INDEX_KEY_BYTES} or more bytes: put back the copy kept with the backups (a new key would leave every stored value unsearchable)`);
+    return Buffer.from(kept.trim(), 'base64');
+  }
   const key = randomBytes(MIN_INDEX_KEY_BYTES);
   if (create) writeSecretFile(path, key.toString('base64'));
   return key;
