@@ -27,6 +27,8 @@ const HOSTILE_APP = `${XSS}${RLO}lin`;
 /** Users a spreadsheet would run as a formula, or whose leading control it would drop first. */
 const FORMULAS = ['=HYPERLINK("http://evil.example","click")', '+1+1', '-2+3', '@SUM(A1)', '\t=1+1', '\r=1+1', '\n=1+1'];
 const VALUE = `${XSS} ${RLO}321 ssecca`;
+/** Hebrew letters and digits: no control character, yet they reorder neutral text beside them unless isolated. */
+const RTL_ID = 'שלום-2024';
 
 let session: ConsoleSession;
 let page: Page;
@@ -83,7 +85,7 @@ test.before(async () => {
   hostileApp = (await call('POST', '/applications', { name: HOSTILE_APP, attributes: ['NOTE'] })).id;
   await call('POST', '/applications', { name: LONG_NAME, attributes: ['NOTE'] });
   const encrypt = { 'x-encryption-key': vault.keys.publicKey };
-  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
+  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID, RTL_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
   // Reported by the admin on the hostile application's behalf, as a sidecar would.
   for (const user of FORMULAS) {
     await call('POST', '/auditlogs', { eventType: 'STORE', subjectId: `a"b,c${RLO}`, applicationId: hostileApp, applicationUser: user, data: { attribute: 'NOTE' } });
@@ -139,6 +141,16 @@ test.serial('the activity log marks hidden characters, says who reported for who
   const spoofed = table.getByRole('row').filter({ hasText: 'a"b,c⟨U+202E⟩' });
   t.is(await spoofed.count(), FORMULAS.length);
   await session.shot('hostile-activity');
+});
+
+test.serial('right-to-left text is isolated from the words around it', async (t) => {
+  await session.go(`subjects/${encodeURIComponent(RTL_ID)}`, `Subject ${RTL_ID}`);
+  t.is(await page.getByRole('heading', { level: 1 }).locator('bdi').innerText(), RTL_ID);
+  await session.go('activity', 'Activity log');
+  const link = page.getByRole('region', { name: 'Activity records' }).getByRole('link', { name: RTL_ID }).first();
+  t.is(await link.locator('bdi').innerText(), RTL_ID);
+  // Text written left to right is left as it is.
+  t.is(await page.locator('main bdi').filter({ hasNotText: RTL_ID }).count(), 0);
 });
 
 test.serial('the CSV export quotes every cell and keeps formulas from running', async (t) => {

@@ -16,10 +16,17 @@ const marker = (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padSta
 /** Text as the console shows it, for where only a string fits (an attribute, an option, a comparison). */
 export const visible = (text) => String(text).replace(HIDDEN, marker);
 
-/** Text as nodes: each hidden character a styled marker that cannot pass for the text beside it. */
+/** Hebrew, Arabic, Syriac, Thaana, N'Ko and their presentation forms: letters written right to left. */
+const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFC]/;
+
+/**
+ * Text as nodes: each hidden character a styled marker that cannot pass for the text beside it,
+ * and right-to-left text isolated (`<bdi>`), so that its letters and digits cannot reorder the
+ * words around it ("reported by", a heading's "Subject").
+ */
 function marked(text) {
-  if (!ONE_HIDDEN.test(text)) return text;
-  return text.split(ONE_HIDDEN).map((part, i) => (i % 2 ? h('span', { class: 'hidden-char' }, marker(part)) : part));
+  const nodes = ONE_HIDDEN.test(text) ? text.split(ONE_HIDDEN).map((part, i) => (i % 2 ? h('span', { class: 'hidden-char' }, marker(part)) : part)) : text;
+  return RIGHT_TO_LEFT.test(text) ? h('bdi', null, nodes) : nodes;
 }
 
 const markChildren = (child) => (typeof child === 'string' ? marked(child) : Array.isArray(child) ? child.map(markChildren) : child);
