@@ -29,6 +29,8 @@ const FORMULAS = ['=HYPERLINK("http://evil.example","click")', '+1+1', '-2+3', '
 const VALUE = `${XSS} ${RLO}321 ssecca`;
 /** Hebrew letters and digits: no control character, yet they reorder neutral text beside them unless isolated. */
 const RTL_ID = 'שלום-2024';
+/** A value's own line breaks (a note, an address), CRLF among them. */
+const MULTILINE = 'first line\nsecond line\r\nthird line';
 
 let session: ConsoleSession;
 let page: Page;
@@ -85,7 +87,8 @@ test.before(async () => {
   hostileApp = (await call('POST', '/applications', { name: HOSTILE_APP, attributes: ['NOTE'] })).id;
   await call('POST', '/applications', { name: LONG_NAME, attributes: ['NOTE'] });
   const encrypt = { 'x-encryption-key': vault.keys.publicKey };
-  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID, RTL_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
+  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
+  await call('POST', `/entities/${encodeURIComponent(RTL_ID)}/attributes`, { data: [{ attribute: 'NOTE', value: MULTILINE }] }, encrypt);
   // Reported by the admin on the hostile application's behalf, as a sidecar would.
   for (const user of FORMULAS) {
     await call('POST', '/auditlogs', { eventType: 'STORE', subjectId: `a"b,c${RLO}`, applicationId: hostileApp, applicationUser: user, data: { attribute: 'NOTE' } });
@@ -143,9 +146,18 @@ test.serial('the activity log marks hidden characters, says who reported for who
   await session.shot('hostile-activity');
 });
 
-test.serial('right-to-left text is isolated from the words around it', async (t) => {
+test.serial("right-to-left text is isolated from the words around it; a value's line breaks are drawn as breaks", async (t) => {
   await session.go(`subjects/${encodeURIComponent(RTL_ID)}`, `Subject ${RTL_ID}`);
   t.is(await page.getByRole('heading', { level: 1 }).locator('bdi').innerText(), RTL_ID);
+  const points = page.getByRole('region', { name: 'Data points of the subject' });
+  await points.getByRole('cell', { name: 'NOTE', exact: true }).waitFor();
+  await page.getByLabel('Private key file').setInputFiles(session.keyFile);
+  await page.getByRole('button', { name: 'Reveal values' }).click();
+  const value = points.locator('.value');
+  await value.waitFor();
+  t.is(await value.innerText(), 'first line\nsecond line\nthird line');
+  t.is(await value.locator('br').count(), 2);
+  t.is(await value.locator('.hidden-char').count(), 0);
   await session.go('activity', 'Activity log');
   const link = page.getByRole('region', { name: 'Activity records' }).getByRole('link', { name: RTL_ID }).first();
   t.is(await link.locator('bdi').innerText(), RTL_ID);

@@ -1,4 +1,4 @@
-import { html, useRef, useState, visible } from '../lib.js';
+import { html, lines, useRef, useState, visible } from '../lib.js';
 import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
@@ -18,9 +18,9 @@ async function allPoints(subjectId) {
 function showValue(value) {
   if (value === undefined) return html`<span class="muted">—</span>`;
   if (value && typeof value === 'object' && !Array.isArray(value)) {
-    return html`<dl class="value">${Object.entries(value).map(([k, v]) => html`<div><dt>${k}</dt><dd>${typeof v === 'string' ? v : JSON.stringify(v)}</dd></div>`)}</dl>`;
+    return html`<dl class="value">${Object.entries(value).map(([k, v]) => html`<div><dt>${k}</dt><dd>${typeof v === 'string' ? lines(v) : JSON.stringify(v)}</dd></div>`)}</dl>`;
   }
-  return html`<span class="value">${typeof value === 'string' ? value : JSON.stringify(value)}</span>`;
+  return html`<span class="value">${typeof value === 'string' ? lines(value) : JSON.stringify(value)}</span>`;
 }
 
 export function Subject({ id, admin, allAttributes }) {
