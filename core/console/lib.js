@@ -50,6 +50,9 @@ function shown(type, props, ...children) {
 
 export const html = htm.bind(shown);
 
-/** Text whose line breaks are its own (a revealed note, an address): drawn as breaks, not marked. */
-export const lines = (text) => text.split(/\r?\n/).flatMap((line, i) => (i ? [h('br', null), marked(line)] : [marked(line)]));
+/**
+ * Text whose line breaks are its own (a revealed note, an address): drawn as breaks, not
+ * marked; `html` marks what is left in each line.
+ */
+export const lines = (text) => text.split(/\r?\n/).flatMap((line, i) => (i ? [h('br', null), line] : [line]));
 export { h, render, Fragment, useState, useEffect, useRef, useCallback, useMemo };
