@@ -43,6 +43,12 @@ export interface DataKey {
 
 const CHUNK = 500;
 
+export interface RewrapOptions {
+  batchSize?: number;
+  /** Called in each batch's transaction with the number of data keys it gave a copy. */
+  onBatch?: (trx: Kysely<Database>, count: number) => Promise<void>;
+}
+
 export class DataKeys {
   private readonly byId: LruMap<string, CachedKey>;
   /** Subject → the data key new values of that subject are sealed under. */
@@ -150,9 +156,12 @@ export class DataKeys {
    * Key rotation, step one: gives every data key wrapped by `from` (proven by its private
    * key) a second wrapped copy under `to`. Both private keys then read everything, so
    * clients switch keys while the vault keeps serving. Values are not re-encrypted: their
-   * data keys stay the same. Returns the number of data keys that gained a copy.
+   * data keys stay the same. Each batch commits on its own, with what `onBatch` writes in
+   * its transaction (the rotation's record of it): an interrupted rewrap leaves exactly the
+   * batches it committed, each with its record. Returns the number of data keys that gained
+   * a copy.
    */
-  async rewrap(db: Kysely<Database>, from: DecryptionCredential, to: RegisteredKey, batchSize = 200): Promise<number> {
+  async rewrap(db: Kysely<Database>, from: DecryptionCredential, to: RegisteredKey, { batchSize = 200, onBatch }: RewrapOptions = {}): Promise<number> {
     if (from.registered.id === to.id) return 0;
     let done = 0;
     let after = '';
@@ -181,10 +190,26 @@ export class DataKeys {
         }
         return { subject_key_id: row.id, encryption_key_id: to.id, wrapped_key: wrapDataKey(to.publicKey, key), created_date: now };
       });
-      // A purge racing the rotation may have removed some keys meanwhile; their copies go too.
-      await db.insertInto('subject_key_wraps').values(copies).onConflict((oc) => oc.columns(['subject_key_id', 'encryption_key_id']).doNothing()).execute();
-      await db.deleteFrom('subject_key_wraps').where('subject_key_id', 'in', rows.map((r) => r.id)).where((eb) => eb.not(eb.exists(eb.selectFrom('subject_keys').select('id').whereRef('subject_keys.id', '=', 'subject_key_wraps.subject_key_id')))).execute();
-      done += rows.length;
+      // The RSA work above stays outside the transaction: on SQLite it would hold the one
+      // writer meanwhile, and every store of a serving vault would wait for it.
+      done += await db.transaction().execute(async (trx) => {
+        const inserted = await trx
+          .insertInto('subject_key_wraps')
+          .values(copies)
+          .onConflict((oc) => oc.columns(['subject_key_id', 'encryption_key_id']).doNothing())
+          .executeTakeFirst();
+        // A purge racing the rotation may have removed some keys meanwhile; their copies go too.
+        const orphaned = await trx
+          .deleteFrom('subject_key_wraps')
+          .where('subject_key_id', 'in', rows.map((r) => r.id))
+          .where('encryption_key_id', '=', to.id)
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('subject_keys').select('id').whereRef('subject_keys.id', '=', 'subject_key_wraps.subject_key_id'))))
+          .executeTakeFirst();
+        // Counted as committed: a concurrent rewrap that made some copies first counts those.
+        const gained = Math.max(0, Number(inserted.numInsertedOrUpdatedRows ?? 0) - Number(orphaned.numDeletedRows));
+        if (gained > 0) await onBatch?.(trx, gained);
+        return gained;
+      });
       after = rows[rows.length - 1].id;
     }
   }

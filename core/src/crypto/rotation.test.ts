@@ -1,7 +1,8 @@
 /**
- * Key rotation in the activity log: each step an operator takes (register, rewrap, retire), and
- * a new key named by the environment at a restart, is a `CHANGE` record naming who took it;
- * the vault's first key, its set-up, is not. A vault of its own: these tests change its keys.
+ * Key rotation in the activity log: each step an operator takes (register, each batch of a
+ * rewrap as it commits, retire), and a new key named by the environment at a restart, is a
+ * `CHANGE` record naming who took it; the vault's first key, its set-up, is not. A vault of
+ * its own: these tests change its keys.
  */
 import test from 'ava';
 import { createPublicKey } from 'node:crypto';
@@ -9,7 +10,8 @@ import { startTestVault, type TestVault } from '../testing/harness.js';
 import { Vault } from '../vault.js';
 import { createLogger } from '../logger.js';
 import { defineAttribute, unique } from '../audit/fixtures.js';
-import { generateKeyPair, keyFingerprint } from './keys.js';
+import { generateKeyPair, keyFingerprint, type Keyring } from './keys.js';
+import { KeyRotation } from './rotation.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -41,7 +43,8 @@ test.serial('register, rewrap and retire are each recorded as the operator’s, 
   const newId = (await v.vault.keyRotation.register(createPublicKey(next.publicPem), operator)).id;
   // Registered again as it already is: nothing changed, nothing recorded.
   await v.vault.keyRotation.register(createPublicKey(next.publicPem), operator);
-  const rewrapped = await v.vault.keyRotation.rewrap(v.keys.privateKey, operator);
+  // In batches of one: each batch is recorded as it commits.
+  const rewrapped = await v.vault.keyRotation.rewrap(v.keys.privateKey, operator, { batchSize: 1 });
   t.is(rewrapped, 2);
   const moved = await v.vault.keyRotation.retire(oldId, operator);
   t.is(moved, 2);
@@ -52,7 +55,8 @@ test.serial('register, rewrap and retire are each recorded as the operator’s, 
     [
       { target: 'encryptionKey', id: oldId, action: 'update', fields: { status: 'retired' } },
       { target: 'encryptionKey', id: newId, action: 'create', fields: { status: 'active' } },
-      { target: 'encryptionKey', id: oldId, action: 'rewrap', fields: { onto: newId, dataKeys: 2 } },
+      { target: 'encryptionKey', id: oldId, action: 'rewrap', fields: { onto: newId, dataKeys: 1 } },
+      { target: 'encryptionKey', id: oldId, action: 'rewrap', fields: { onto: newId, dataKeys: 1 } },
       { target: 'encryptionKey', id: oldId, action: 'delete', fields: { onto: newId, dataKeys: 2 } },
     ],
   );
@@ -64,7 +68,7 @@ test.serial('register, rewrap and retire are each recorded as the operator’s, 
   // A refused step records nothing.
   await t.throwsAsync(() => v.vault.keyRotation.retire(newId, operator), { message: 'the active key cannot be retired: register its successor first' });
   await t.throwsAsync(() => v.vault.keyRotation.rewrap(next.privateKey, operator), { message: /^--old-private-key is the active key's own/ });
-  t.is((await keyChanges()).length, 4);
+  t.is((await keyChanges()).length, 5);
 });
 
 test.serial('a restart naming a new VAULT_ENCRYPTION_PUBLIC_KEY is a rotation, recorded as the vault’s start', async (t) => {
@@ -85,4 +89,56 @@ test.serial('a restart naming a new VAULT_ENCRYPTION_PUBLIC_KEY is a rotation, r
   const again = await Vault.open({ config: { ...v.config, encryptionPublicKey: next.publicKey }, logger: createLogger('warn') });
   await again.close();
   t.is((await keyChanges()).length, before + 2);
+});
+
+test('a rewrap interrupted after its first batch leaves that batch and its record, and no copy without one', async (t) => {
+  const w = await startTestVault();
+  t.teardown(() => w.close());
+  const attribute = unique('ATTR').toUpperCase();
+  await defineAttribute(w, attribute);
+  for (let i = 0; i < 5; i++) {
+    const stored = await w.request('POST', `/datasubjects/${unique('s')}/attributes`, { body: { data: [{ attribute, value: 'x' }] }, headers: { 'x-encryption-key': w.keys.publicKey } });
+    t.is(stored.status, 200);
+  }
+  const oldId = keyFingerprint(createPublicKey(w.keys.publicPem));
+  const next = generateKeyPair(2048);
+  const newId = (await w.vault.keyRotation.register(createPublicKey(next.publicPem), operator)).id;
+
+  // The process dies while unwrapping the second batch's first data key: the first batch of
+  // two has committed, the second has not begun to write.
+  let unwraps = 0;
+  const dying = Object.create(w.vault.keyring) as Keyring;
+  dying.requireDecryptionKey = async (header) => {
+    const credential = await w.vault.keyring.requireDecryptionKey(header);
+    return {
+      registered: credential.registered,
+      privateKey: () => {
+        if (++unwraps > 2) throw new Error('killed');
+        return credential.privateKey();
+      },
+    };
+  };
+  const interrupted = new KeyRotation(w.vault.db, dying, w.vault.datapoints.dataKeys, w.vault.activity);
+  await t.throwsAsync(() => interrupted.rewrap(w.keys.privateKey, operator, { batchSize: 2 }), { message: 'killed' });
+
+  const copies = async () => Number((await w.vault.db.selectFrom('subject_key_wraps').select((eb) => eb.fn.countAll().as('n')).where('encryption_key_id', '=', newId).executeTakeFirstOrThrow()).n);
+  const rewraps = async () => {
+    await w.vault.sealer.sealAll();
+    const res = await w.request('GET', '/activity', { query: { eventType: 'CHANGE', count: '1000' } });
+    return res.body.data.filter((e: any) => e.change.action === 'rewrap').map((e: any) => e.change);
+  };
+  t.is(await copies(), 2);
+  t.deepEqual(await rewraps(), [{ target: 'encryptionKey', id: oldId, action: 'rewrap', fields: { onto: newId, dataKeys: 2 } }]);
+
+  // Run again, it goes on with the rest, recorded as its own batch.
+  t.is(await w.vault.keyRotation.rewrap(w.keys.privateKey, operator), 3);
+  t.is(await copies(), 5);
+  t.deepEqual(
+    (await rewraps()).map((c: any) => c.fields),
+    [
+      { onto: newId, dataKeys: 2 },
+      { onto: newId, dataKeys: 3 },
+    ],
+  );
+  t.like((await w.request('GET', '/activity/verify')).body.data, { valid: true });
 });

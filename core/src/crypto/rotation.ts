@@ -29,21 +29,22 @@ export class KeyRotation {
 
   /**
    * Step two: every data key under the key whose private half is `oldPrivateKeyHeader` gains
-   * a copy under the active key. It runs in batches while the vault serves, and is recorded
-   * once done (an interrupted rewrap is simply run again). Returns the number of copies made.
+   * a copy under the active key. It runs in batches while the vault serves; each batch
+   * commits with its own record (`rewrap`, `fields.dataKeys`: that batch's count), so the
+   * log holds exactly the copies that exist, even of a rewrap interrupted midway (run it
+   * again: it goes on with the rest). Returns the number of copies made.
    */
-  async rewrap(oldPrivateKeyHeader: string, actor: ChangeActor): Promise<number> {
+  async rewrap(oldPrivateKeyHeader: string, actor: ChangeActor, { batchSize }: { batchSize?: number } = {}): Promise<number> {
     const old = await this.keyring.requireDecryptionKey(oldPrivateKeyHeader);
     const active = await this.keyring.active();
     if (!active) throw new Error('register the new key first (vault keys register)');
     if (active.id === old.registered.id) {
       throw new Error(`--old-private-key is the active key's own (${active.id}): give the private key of the key being replaced, or register the new key first (vault keys register)`);
     }
-    const count = await this.dataKeys.rewrap(this.db, old, active);
-    await this.db.transaction().execute((trx) =>
-      recordChange(this.activity, trx, actor, { target: 'encryptionKey', id: old.registered.id, action: 'rewrap', fields: { onto: active.id, dataKeys: count } }, nowIso()),
-    );
-    return count;
+    return this.dataKeys.rewrap(this.db, old, active, {
+      batchSize,
+      onBatch: (trx, count) => recordChange(this.activity, trx, actor, { target: 'encryptionKey', id: old.registered.id, action: 'rewrap', fields: { onto: active.id, dataKeys: count } }, nowIso()),
+    });
   }
 
   /**
