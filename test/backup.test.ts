@@ -3,8 +3,8 @@
  * disaster, `vault restore`, and every value reads back with the private key.
  */
 import test from 'ava';
-import { execFile, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -264,4 +264,64 @@ test('backup and restore say what stands in their way: a directory that is not t
   t.is(await migrations(), applied, 'the vault tables are still there');
   await session.end();
   t.regex(cli(['restore', '--from', dump], onPostgres), /^Restored /);
+});
+
+test('PostgreSQL: a session that reads during a restore waits until it has committed, then sees the backup whole', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const dir = mkdtempSync(join(tmpdir(), 'vault-pgrestore-exclusive-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const vault = await spawnVault({ env: { VAULT_DB: database.url, VAULT_INDEX_KEY: randomBytes(32).toString('base64') } });
+  t.teardown(() => vault.dispose());
+  await seed(vault, 10);
+  const backup = join(dir, 'vault.dump');
+  cli(['backup', '--to', backup], vault.env);
+  for (let i = 10; i < 15; i++) {
+    const res = await call(vault, 'POST', `/datasubjects/s${i}/attributes`, { data: [{ attribute: 'EMAIL', value: `later${i}@example.org` }] }, { 'x-encryption-key': vault.keys.publicKey });
+    t.is(res.status, 200);
+  }
+  await vault.stop('SIGTERM');
+
+  // A psql that holds the restore's transaction open at its very end, every statement run
+  // and nothing committed, says so by a file, and goes on once the test lets it.
+  const tools = join(dir, 'tools');
+  mkdirSync(tools);
+  const holding = join(dir, 'restored-uncommitted');
+  const release = join(dir, 'release');
+  t.teardown(() => writeFileSync(release, ''));
+  const realPsql = execFileSync('sh', ['-c', 'command -v psql'], { encoding: 'utf8' }).trim();
+  const hold = `touch '${holding}'; while [ ! -e '${release}' ]; do sleep 0.05; done`;
+  writeFileSync(join(tools, 'psql'), `#!/bin/sh\n{ cat; printf '%s\\n' "\\\\! ${hold}"; } | exec '${realPsql}' "$@"\n`);
+  chmodSync(join(tools, 'psql'), 0o755);
+  const restoring = promisify(execFile)(process.execPath, [join(REPO_ROOT, 'core/bin/vault.mjs'), 'restore', '--from', backup], {
+    env: { ...process.env, ...vault.env, PATH: `${tools}:${process.env.PATH}` },
+  });
+  let settled = false;
+  void restoring.finally(() => (settled = true)).catch(() => {});
+  while (!existsSync(holding)) {
+    if (settled) return void t.fail(`the restore ended without holding its transaction open: ${JSON.stringify(await restoring.catch((e) => e.stderr))}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+
+  // Connected after the restore's check of other sessions: it is not refused, and waits.
+  const reader = new pg.Client({ connectionString: database.url });
+  const watcher = new pg.Client({ connectionString: database.url });
+  await reader.connect();
+  await watcher.connect();
+  t.teardown(async () => {
+    await reader.end();
+    await watcher.end();
+  });
+  const pid = (await reader.query('select pg_backend_pid() as pid')).rows[0].pid;
+  let answered = false;
+  const read = reader.query('select count(*)::int as n from datapoints').finally(() => (answered = true));
+  const waiting = async () => (await watcher.query('select exists (select 1 from pg_locks where pid = $1 and not granted) as waiting', [pid])).rows[0].waiting;
+  while (!(await waiting())) {
+    if (answered) return void t.fail(`the read was answered while the restore was uncommitted: ${JSON.stringify((await read).rows)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  t.false(answered);
+  writeFileSync(release, '');
+  t.is((await read).rows[0].n, 10, 'the backup’s ten values, none of the five stored after it, and no error');
+  t.regex((await restoring).stdout, /^Restored /);
 });

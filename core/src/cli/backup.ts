@@ -8,7 +8,7 @@ import { conflict } from '../errors.js';
 import type { Vault } from '../vault.js';
 import { redactUrl } from '../db/connect.js';
 import type { DialectName } from '../db/dialect.js';
-import type { Client } from 'pg';
+import type { ChildProcess } from 'node:child_process';
 import { withVault, type Command } from './command.js';
 
 export const backupCommands: Record<string, Command> = {
@@ -124,11 +124,11 @@ function isSameFile(a: string, b: string): boolean {
 }
 
 /**
- * Runs pg_dump or pg_restore against the vault's database without its password on the command
+ * Runs pg_dump against the vault's database without its password on the command
  * line (where `ps` shows it) or in an error: the URL goes without it, the password in
  * PGPASSWORD, which libpq reads.
  */
-async function runPgTool(tool: 'pg_dump' | 'pg_restore', args: string[], dbUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
+async function runPgTool(tool: 'pg_dump', args: string[], dbUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
   const url = new URL(dbUrl);
   const password = decodeURIComponent(url.password);
   url.password = '';
@@ -226,12 +226,8 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     return;
   }
   if (!(await isVaultDump(source, env))) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
-  await dropVaultSchema(dbUrl);
-  try {
-    await runPgTool('pg_restore', ['--no-owner', '--single-transaction', '--exit-on-error', source], dbUrl, env);
-  } catch (err) {
-    throw new Error(`${(err as Error).message}. The database's vault tables were dropped before it: restore again once the cause is fixed`);
-  }
+  await refuseRestoreInto(dbUrl);
+  await restoreInOneTransaction(dbUrl, source, env);
 }
 
 /** Whether a file is a pg_dump archive holding a vault (its migration table), asked of pg_restore. */
@@ -248,58 +244,133 @@ async function isVaultDump(source: string, env: NodeJS.ProcessEnv): Promise<bool
 }
 
 /**
- * A vault (or anyone) still connected would go on serving from tables being dropped and
- * restored beneath it, and write into them. Checked as the restore begins: a vault started
- * after that is the operator's to prevent, as on SQLite.
+ * Every table, view, sequence and function of the vault's schema, as `drop` names them.
+ * Objects of extensions are left alone.
  */
-async function refuseOtherSessions(client: Client, dbUrl: string): Promise<void> {
-  const { rows } = await client.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity
-      where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
-  );
-  const n = rows[0].n;
-  if (n > 0) {
-    throw conflict(`${redactUrl(dbUrl)} has ${n} other session${n === 1 ? '' : 's'} connected (a running vault?): stop ${n === 1 ? 'it' : 'them'} before restoring; nothing was changed`);
-  }
+const VAULT_SCHEMA_OBJECTS = `
+  select case c.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end as kind,
+         format('%I.%I', n.nspname, c.relname) as name
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where n.nspname = current_schema() and c.relkind in ('r', 'p', 'v', 'm', 'S')
+     and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('e', 'a', 'i'))
+  union all
+  select 'function', format('%I.%I(%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid))
+    from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+   where n.nspname = current_schema()
+     and not exists (select 1 from pg_depend d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')`;
+
+const OTHER_SESSIONS = `
+  select count(*)::int from pg_stat_activity
+   where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`;
+
+/** Raised inside the restore's transaction; the restore turns it into `otherSessions`' message. */
+const SESSIONS_MARKER = 'vault restore: other sessions connected:';
+
+function otherSessions(dbUrl: string, n: number): Error {
+  return conflict(`${redactUrl(dbUrl)} has ${n} other session${n === 1 ? '' : 's'} connected (a running vault?): stop ${n === 1 ? 'it' : 'them'} before restoring; nothing was changed`);
 }
 
 /**
- * Empties the vault's schema of every table, view, sequence and function, so the restored
- * database is the backup's and nothing else. `pg_restore --clean` drops only what the dump
- * holds: tables a newer release added stayed while the migration table went back, and the
- * next start failed re-creating them. A schema holding tables but no vault is refused, so a
- * VAULT_DB naming the wrong database loses nothing. Objects of extensions are left alone.
+ * What the restore's transaction runs before the backup's own statements. It takes every
+ * table of the schema in ACCESS EXCLUSIVE mode before anything else, so a session that
+ * connects from then on and reads or writes one waits until the restore has committed, then
+ * sees the restored table, never an empty or half-filled one. Sessions already connected are
+ * refused again here, after the locks: one may have connected since `refuseRestoreInto`
+ * looked. Then the schema is emptied whole, so the restored database is the backup's and
+ * nothing else: `pg_restore --clean` drops only what the dump holds, and tables a newer
+ * release added stayed while the migration table went back (the next start failed
+ * re-creating them).
  */
-async function dropVaultSchema(dbUrl: string): Promise<void> {
+const EMPTY_SCHEMA_EXCLUSIVELY = `
+do $vault_restore$
+declare
+  o record;
+  others int;
+begin
+  for o in select name from (${VAULT_SCHEMA_OBJECTS}) objects where kind = 'table' order by name loop
+    execute 'lock table ' || o.name || ' in access exclusive mode';
+  end loop;
+  -- The activity view is read once per transaction: read it afresh, after the locks.
+  perform pg_stat_clear_snapshot();
+  ${OTHER_SESSIONS.trim()} into others;
+  if others > 0 then
+    raise exception '${SESSIONS_MARKER}%', others;
+  end if;
+  for o in ${VAULT_SCHEMA_OBJECTS} loop
+    execute format('drop %s if exists %s cascade', o.kind, o.name);
+  end loop;
+end
+$vault_restore$;
+`;
+
+/**
+ * Refusals found before anything changes: a vault (or anyone) still connected would go on
+ * serving from tables being replaced, and write into them; a schema holding tables but no
+ * vault is not the vault's, so a VAULT_DB naming the wrong database loses nothing.
+ */
+async function refuseRestoreInto(dbUrl: string): Promise<void> {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: dbUrl });
   client.on('error', () => {});
   await client.connect();
   try {
-    await client.query('begin');
-    const objects = await client.query<{ kind: string; name: string }>(
-      `select case c.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end as kind,
-              format('%I.%I', n.nspname, c.relname) as name
-         from pg_class c join pg_namespace n on n.oid = c.relnamespace
-        where n.nspname = current_schema() and c.relkind in ('r', 'p', 'v', 'm', 'S')
-          and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('e', 'a', 'i'))
-       union all
-       select 'function', format('%I.%I(%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid))
-         from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-        where n.nspname = current_schema()
-          and not exists (select 1 from pg_depend d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')`,
-    );
+    const objects = await client.query<{ kind: string; name: string }>(VAULT_SCHEMA_OBJECTS);
     const tables = objects.rows.filter((o) => o.kind === 'table');
     if (tables.length > 0 && !tables.some((o) => /^"?[^.]+"?\.kysely_migration$/.test(o.name))) {
       throw conflict(`${redactUrl(dbUrl)} holds tables but no vault: nothing was changed (restore into the vault's own database)`);
     }
-    await refuseOtherSessions(client, dbUrl);
-    for (const { kind, name } of objects.rows) await client.query(`drop ${kind} if exists ${name} cascade`);
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => {});
-    throw err;
+    const { rows } = await client.query<{ count: number }>(OTHER_SESSIONS);
+    if (rows[0].count > 0) throw otherSessions(dbUrl, rows[0].count);
   } finally {
     await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Empties the schema and restores the dump in one transaction of one session: psql runs
+ * `EMPTY_SCHEMA_EXCLUSIVELY`, then the script pg_restore makes of the dump. Until it commits,
+ * other sessions see the database as it was, or wait; if anything fails, nothing changed.
+ * (pg_restore connecting on its own could not drop the schema in its transaction: between
+ * the two commits a vault starting would have found an empty database.)
+ */
+async function restoreInOneTransaction(dbUrl: string, source: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const { spawn } = await import('node:child_process');
+  const url = new URL(dbUrl);
+  const password = decodeURIComponent(url.password);
+  url.password = '';
+  const childEnv = { ...process.env, ...env, ...(password ? { PGPASSWORD: password } : {}) };
+  const psql = spawn('psql', ['--no-psqlrc', '--quiet', '--single-transaction', '--set=ON_ERROR_STOP=1', '--file=-', `--dbname=${url.toString()}`], {
+    env: childEnv,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+  const script = spawn('pg_restore', ['--no-owner', '--file=-', source], { env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = (child: ChildProcess) =>
+    new Promise<{ status: number | null; missing: boolean }>((done) => {
+      child.once('error', (err) => done({ status: null, missing: (err as NodeJS.ErrnoException).code === 'ENOENT' }));
+      child.once('close', (status) => done({ status, missing: false }));
+    });
+  const psqlExit = exited(psql);
+  const scriptExit = exited(script);
+  const psqlErrors: Buffer[] = [];
+  psql.stderr.on('data', (chunk: Buffer) => psqlErrors.push(chunk));
+  psql.stdin.on('error', () => {});
+  psql.stdin.write(EMPTY_SCHEMA_EXCLUSIVELY);
+  script.stdout.pipe(psql.stdin, { end: false });
+  // psql commits once its input ends, so it ends only after the whole script: when
+  // pg_restore fails midway, psql is killed instead and the server rolls the transaction back.
+  void scriptExit.then(({ status }) => (status === 0 ? psql.stdin.end() : psql.kill('SIGKILL')));
+  void psqlExit.then(() => script.exitCode === null && script.kill('SIGKILL'));
+  const [restored, made] = await Promise.all([psqlExit, scriptExit]);
+
+  const notInstalled = (tool: string) => new Error(`${tool} is not installed (it comes with the PostgreSQL client tools)`);
+  if (made.missing) throw notInstalled('pg_restore');
+  if (restored.missing) throw notInstalled('psql');
+  const errors = Buffer.concat(psqlErrors).toString('utf8');
+  const sessions = errors.match(new RegExp(`${SESSIONS_MARKER}(\\d+)`));
+  if (sessions) throw otherSessions(dbUrl, Number(sessions[1]));
+  if (made.status !== 0) throw new Error(`pg_restore failed (exit code ${made.status}); its own message is above. Nothing was changed`);
+  if (restored.status !== 0) {
+    process.stderr.write(errors);
+    throw new Error(`psql failed restoring the backup (exit code ${restored.status}); its own message is above. Nothing was changed`);
   }
 }
