@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
+import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import { generateDataKey, unwrapDataKey, wrapDataKey, EnvelopeError } from './envelope.js';
@@ -193,20 +194,22 @@ export class DataKeys {
       // The RSA work above stays outside the transaction: on SQLite it would hold the one
       // writer meanwhile, and every store of a serving vault would wait for it.
       done += await db.transaction().execute(async (trx) => {
+        // Copies only of keys still there, held until commit: a purge deletes the key first
+        // (`DataPointDeleter`), so on PostgreSQL it waits for this batch and then deletes the
+        // copies made, or went first and leaves nothing here to copy. A copy outliving its
+        // purged key would undo the crypto-shredding. SQLite runs one writer at a time.
+        let live = trx.selectFrom('subject_keys').select('id').where('id', 'in', rows.map((r) => r.id));
+        if (dialectOf(trx) === 'postgres') live = live.forShare();
+        const kept = new Set((await live.execute()).map((r) => r.id));
+        const alive = copies.filter((c) => kept.has(c.subject_key_id));
+        if (alive.length === 0) return 0;
         const inserted = await trx
           .insertInto('subject_key_wraps')
-          .values(copies)
+          .values(alive)
           .onConflict((oc) => oc.columns(['subject_key_id', 'encryption_key_id']).doNothing())
           .executeTakeFirst();
-        // A purge racing the rotation may have removed some keys meanwhile; their copies go too.
-        const orphaned = await trx
-          .deleteFrom('subject_key_wraps')
-          .where('subject_key_id', 'in', rows.map((r) => r.id))
-          .where('encryption_key_id', '=', to.id)
-          .where((eb) => eb.not(eb.exists(eb.selectFrom('subject_keys').select('id').whereRef('subject_keys.id', '=', 'subject_key_wraps.subject_key_id'))))
-          .executeTakeFirst();
         // Counted as committed: a concurrent rewrap that made some copies first counts those.
-        const gained = Math.max(0, Number(inserted.numInsertedOrUpdatedRows ?? 0) - Number(orphaned.numDeletedRows));
+        const gained = Number(inserted.numInsertedOrUpdatedRows ?? 0);
         if (gained > 0) await onBatch?.(trx, gained);
         return gained;
       });

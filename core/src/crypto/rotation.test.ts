@@ -5,6 +5,7 @@
  * its own: these tests change its keys.
  */
 import test from 'ava';
+import { sql } from 'kysely';
 import { createPublicKey } from 'node:crypto';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { Vault } from '../vault.js';
@@ -141,4 +142,50 @@ test('a rewrap interrupted after its first batch leaves that batch and its recor
     ],
   );
   t.like((await w.request('GET', '/activity/verify')).body.data, { valid: true });
+});
+
+test('a purge racing a rewrap batch leaves no copy of the purged subject’s data key', async (t) => {
+  const w = await startTestVault();
+  t.teardown(() => w.close());
+  const attribute = unique('ATTR').toUpperCase();
+  await defineAttribute(w, attribute);
+  const subject = unique('s');
+  const stored = await w.request('POST', `/datasubjects/${subject}/attributes`, { body: { data: [{ attribute, value: 'x' }] }, headers: { 'x-encryption-key': w.keys.publicKey } });
+  t.is(stored.status, 200);
+  const next = generateKeyPair(2048);
+  const newId = (await w.vault.keyRotation.register(createPublicKey(next.publicPem), operator)).id;
+  const old = await w.vault.keyring.requireDecryptionKey(w.keys.privateKey);
+  const active = (await w.vault.keyring.active())!;
+
+  // The batch holds its transaction open once its copy is written; the purge comes meanwhile.
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let inBatch!: () => void;
+  const batchOpen = new Promise<void>((r) => (inBatch = r));
+  const rewrap = w.vault.datapoints.dataKeys.rewrap(w.vault.db, old, active, {
+    onBatch: async () => {
+      inBatch();
+      await released;
+    },
+  });
+  await batchOpen;
+  let purged = false;
+  const purge = w.request('DELETE', `/datasubjects/${subject}/data`).finally(() => (purged = true));
+  if (w.vault.dialect === 'postgres') {
+    // Until the purge waits on the batch's lock, or (the failure this test is for) runs past it.
+    for (const deadline = Date.now() + 10_000; !purged; await new Promise((r) => setTimeout(r, 20))) {
+      const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(w.vault.db);
+      if (Number(rows[0].n) > 0) break;
+      if (Date.now() > deadline) throw new Error('timed out waiting for the purge to wait on the rewrap');
+    }
+  } else {
+    // SQLite's one writer: the purge waits behind the batch whatever happens meanwhile.
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  release();
+  t.is(await rewrap, 1);
+  t.is((await purge).status, 200);
+  const copies = await w.vault.db.selectFrom('subject_key_wraps').select('subject_key_id').where('encryption_key_id', '=', newId).execute();
+  t.deepEqual(copies, [], 'no copy of a destroyed data key');
+  t.deepEqual(await w.vault.db.selectFrom('subject_keys').select('id').execute(), []);
 });

@@ -9,6 +9,7 @@ import { committed } from '../db/after-commit.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
+import { chunks } from '../db/insert-rows.js';
 import { nowIso } from '../util/time.js';
 import { changeRecord } from '../activity/changes.js';
 import { deleteStructures, lockEntity, MESSAGES, pointRecord, type DataPlaneDeps, type PathForm } from './plane.js';
@@ -81,11 +82,11 @@ export class DataPointDeleter {
       await trx.deleteFrom('datapoint_tags').where('datapoint_id', 'in', ofEntity).execute();
       await trx.deleteFrom('datapoint_regulations').where('datapoint_id', 'in', ofEntity).execute();
       await trx.deleteFrom('datapoints').where('entity_id', '=', entity.id).execute();
-      await trx
-        .deleteFrom('subject_key_wraps')
-        .where('subject_key_id', 'in', trx.selectFrom('subject_keys').select('id').where('entity_id', '=', entity.id))
-        .execute();
-      await trx.deleteFrom('subject_keys').where('entity_id', '=', entity.id).execute();
+      // The keys before their copies: on PostgreSQL a rewrap batch holds the keys it copies
+      // until it commits (`DataKeys.rewrap`), so this waits for it and the copies it made are
+      // then deleted too.
+      const keys = await trx.deleteFrom('subject_keys').where('entity_id', '=', entity.id).returning('id').execute();
+      for (const ids of chunks(keys.map((k) => k.id), 500)) await trx.deleteFrom('subject_key_wraps').where('subject_key_id', 'in', ids).execute();
       await trx.deleteFrom('entity_tags').where('entity_id', '=', entity.id).execute();
       // Rule state about the subject goes with it: a new subject reusing the id starts clean.
       await trx.deleteFrom('entity_prohibitions').where('entity_id', '=', entity.id).execute();
