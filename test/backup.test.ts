@@ -82,6 +82,8 @@ test('SQLite: online backup while serving, then restore after the database is lo
   rmSync(live);
   chmodSync(backup, 0o644);
   t.regex(cli(['restore', '--from', backup], vault.env), /Restored/);
+  // Copied beside the database and renamed over it, with nothing left beside it.
+  t.deepEqual(readdirSync(join(dir, 'data')).filter((name) => name.includes('.partial-')), []);
   // Restored where no blind-index key is at hand, the operator is told before starting.
   const bare = join(dir, 'elsewhere');
   const warned = spawnSync(process.execPath, [join(REPO_ROOT, 'core/bin/vault.mjs'), 'restore', '--from', backup], {

@@ -160,6 +160,10 @@ function backupSqlite(sqlite: Database.Database, target: string): Promise<void> 
  * delete its write-ahead log, commits not yet copied into the file with it, and replace the
  * file beneath it. An exclusive lock is refused while any other connection holds the file.
  */
+function refuseIfOpen(path: string): void {
+  if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
+}
+
 function openElsewhere(path: string): boolean {
   if (!existsSync(path)) return false;
   const probe = new Database(path, { timeout: 0 });
@@ -217,12 +221,18 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     const path = dbUrl.slice('sqlite:'.length);
     if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
     if (!isVaultDatabase(source)) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
-    if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
-    // A stale write-ahead log would be replayed over the restored file.
-    for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
-    copyFileSync(source, path);
-    // As private as a new database, whatever the backup file's mode was.
-    chmodSync(path, 0o600);
+    refuseIfOpen(path);
+    // Copied beside the database, then renamed over it: a vault starting meanwhile opens the
+    // old file or the whole restored one, never one half copied; a failed copy changes nothing.
+    await writeBeside(path, (partial) => {
+      copyFileSync(source, partial);
+      // As private as a new database, whatever the backup file's mode was (the copy takes it).
+      chmodSync(partial, 0o600);
+      // Again, as a vault may have started during the copy.
+      refuseIfOpen(path);
+      // A stale write-ahead log would be replayed over the restored file.
+      for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+    });
     return;
   }
   if (!(await isVaultDump(source, env))) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
