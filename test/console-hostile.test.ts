@@ -31,22 +31,33 @@ const VALUE = `${XSS} ${RLO}321 ssecca`;
 const RTL_ID = 'שלום-2024';
 /** A value's own line breaks (a note, an address), CRLF among them. */
 const MULTILINE = 'first line\nsecond line\r\nthird line';
+/** A real override, and an id that spells its marker out in text: two subjects that must not look alike. */
+const REAL_MARK = `report-${RLO}fdp.exe`;
+const TYPED_MARK = 'report-⟨U+202E⟩fdp.exe';
+/** A literal marker bracket, as the console shows it. */
+const BRACKET = (c: 'open' | 'close') => (c === 'open' ? '⟨U+27E8⟩' : '⟨U+27E9⟩');
 
 let session: ConsoleSession;
 let page: Page;
 let hostileApp: string;
 let adminName: string;
 
-/** Every hidden character is drawn as a marker: none left raw in the text or in a title. */
-async function nothingHidden(p: Page): Promise<{ text: boolean; titles: string[]; pwned: unknown; images: number }> {
+/**
+ * Every hidden character is drawn as a marker: none left raw in the text or in a title; and
+ * every `⟨` on the page begins a drawn marker, so none is a caller's text posing as one.
+ */
+async function nothingHidden(p: Page): Promise<{ text: boolean; titles: string[]; pwned: unknown; images: number; unstyled: number }> {
   return p.evaluate(() => {
     const raw = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u200B-\u200F\u202A-\u202E\u2066-\u2069\uFEFF]/;
     const titles = Array.from(document.querySelectorAll('[title], [aria-label]'))
       .map((e) => `${e.getAttribute('title') ?? ''}${e.getAttribute('aria-label') ?? ''}`)
       .filter((t) => raw.test(t));
-    return { text: raw.test(document.querySelector('main')?.innerText ?? ''), titles, pwned: window.__pwned, images: document.querySelectorAll('main img').length };
+    const text = document.querySelector('main')?.innerText ?? '';
+    const unstyled = (text.match(/⟨/g) ?? []).length - document.querySelectorAll('main .hidden-char').length;
+    return { text: raw.test(text), titles, pwned: window.__pwned, images: document.querySelectorAll('main img').length, unstyled };
   });
 }
+const CLEAN = { text: false, titles: [], pwned: undefined, images: 0, unstyled: 0 };
 
 const pageWidth = (p: Page) => p.evaluate(() => document.documentElement.scrollWidth);
 
@@ -87,7 +98,7 @@ test.before(async () => {
   hostileApp = (await call('POST', '/applications', { name: HOSTILE_APP, attributes: ['NOTE'] })).id;
   await call('POST', '/applications', { name: LONG_NAME, attributes: ['NOTE'] });
   const encrypt = { 'x-encryption-key': vault.keys.publicKey };
-  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
+  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID, REAL_MARK, TYPED_MARK]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
   await call('POST', `/entities/${encodeURIComponent(RTL_ID)}/attributes`, { data: [{ attribute: 'NOTE', value: MULTILINE }] }, encrypt);
   // Reported by the admin on the hostile application's behalf, as a sidecar would.
   for (const user of FORMULAS) {
@@ -114,7 +125,7 @@ test.serial('every page shows hidden characters as markers, runs no injected mar
   ]) {
     await session.go(hash, heading);
     await page.locator('main [aria-busy]').first().waitFor({ state: 'detached' });
-    t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 }, hash);
+    t.deepEqual(await nothingHidden(page), CLEAN, hash);
     t.true((await pageWidth(page)) <= 1280, `${hash} is ${await pageWidth(page)} px wide`);
   }
   // Text from the templates themselves is never marked: only data carries hidden characters.
@@ -137,13 +148,49 @@ test.serial('the activity log marks hidden characters, says who reported for who
   t.true(await row.locator('.hidden-char').first().isVisible());
   const link = row.getByRole('link', { name: LONG_ID });
   t.is(await link.getAttribute('title'), LONG_ID);
-  t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 });
+  t.deepEqual(await nothingHidden(page), CLEAN);
   t.true((await pageWidth(page)) <= 1280);
   const overflow = await table.evaluate((wrap: any) => wrap.scrollWidth - wrap.clientWidth);
   t.true(overflow <= 0, `the activity table fits its frame (${overflow}px too wide)`);
   const spoofed = table.getByRole('row').filter({ hasText: 'a"b,c⟨U+202E⟩' });
   t.is(await spoofed.count(), FORMULAS.length);
   await session.shot('hostile-activity');
+});
+
+test.serial('a marker typed by a caller as text is told apart from a real one, on the page and in titles and names', async (t) => {
+  const typedShown = `report-${BRACKET('open')}U+202E${BRACKET('close')}fdp.exe`;
+  const realShown = 'report-⟨U+202E⟩fdp.exe';
+  const heading = page.getByRole('heading', { level: 1 });
+  const markers = () => heading.locator('.hidden-char').allInnerTexts();
+
+  await session.go(`subjects/${encodeURIComponent(TYPED_MARK)}`, `Subject ${typedShown}`);
+  t.is(await heading.innerText(), `Subject ${typedShown}`);
+  t.deepEqual(await markers(), [BRACKET('open'), BRACKET('close')], 'its brackets are the markers, not its "U+202E"');
+  t.is(await heading.getAttribute('title'), typedShown);
+  t.deepEqual(await nothingHidden(page), CLEAN);
+  await session.shot('hostile-typed-marker');
+  // The id as it is, or as shown, confirms its purge; the real override's id does not.
+  const typed = page.getByLabel(/Type the subject id/);
+  const purge = page.getByRole('button', { name: 'Purge subject' });
+  await typed.fill(typedShown);
+  t.false(await purge.isDisabled());
+  await typed.fill(REAL_MARK);
+  t.true(await purge.isDisabled());
+
+  await session.go(`subjects/${encodeURIComponent(REAL_MARK)}`, `Subject ${realShown}`);
+  t.deepEqual(await markers(), ['⟨U+202E⟩']);
+  t.is(await heading.getAttribute('title'), realShown);
+
+  // Side by side in the activity log: different text, titles and accessible names.
+  await session.go('activity', 'Activity log');
+  const table = page.getByRole('region', { name: 'Activity records' });
+  const real = table.getByRole('link', { name: realShown, exact: true });
+  const spoof = table.getByRole('link', { name: typedShown, exact: true });
+  await real.first().waitFor();
+  t.is(await spoof.count(), await real.count());
+  t.is(await real.first().getAttribute('title'), realShown);
+  t.is(await spoof.first().getAttribute('title'), typedShown);
+  t.deepEqual(await nothingHidden(page), CLEAN);
 });
 
 test.serial("right-to-left text is isolated from the words around it; a value's line breaks are drawn as breaks", async (t) => {
@@ -190,7 +237,7 @@ test.serial('a subject page with a spoofed id shows it marked, and the purge tak
   await page.getByRole('button', { name: 'Reveal values' }).click();
   await points.getByText(`${XSS} ⟨U+202E⟩321 ssecca`).waitFor();
   await page.getByText(`Type the subject id ${SPOOFED_SHOWN} to confirm`).waitFor();
-  t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 });
+  t.deepEqual(await nothingHidden(page), CLEAN);
   t.true((await pageWidth(page)) <= 1280);
   await session.shot('hostile-subject');
 
@@ -210,7 +257,7 @@ test.serial('a subject page with a spoofed id shows it marked, and the purge tak
 test.serial('markup in a subject id stays text, and the longest ids and names keep the pages 1280 px wide', async (t) => {
   await session.go(`subjects/${encodeURIComponent(XSS_SUBJECT)}`, `Subject ${XSS}⟨U+200B⟩`);
   await page.getByRole('region', { name: 'Data points of the subject' }).getByRole('cell', { name: 'NOTE', exact: true }).waitFor();
-  t.deepEqual(await nothingHidden(page), { text: false, titles: [], pwned: undefined, images: 0 });
+  t.deepEqual(await nothingHidden(page), CLEAN);
 
   await session.go(`subjects/${encodeURIComponent(LONG_ID)}`, `Subject ${LONG_ID}`);
   await page.getByRole('region', { name: 'Activity of the subject' }).getByRole('row').nth(1).waitFor();

@@ -7,8 +7,12 @@ import htm from '/console/vendor/htm.js';
  * Characters that draw nothing or reorder what is drawn: controls, zero-width marks, bidi
  * overrides and isolates, the byte order mark. Ids and names come from untrusted callers, and
  * one RTL override is enough to make `gpj.exe` read as `exe.jpg` to an officer.
+ * The marker's own brackets (U+27E8, U+27E9) are marked too: otherwise a caller could type
+ * `⟨U+202E⟩` as text, which reads as a marker wherever styling is lost (a title, a screen
+ * reader, the purge confirmation), and two different ids would be shown alike. With them
+ * marked, every `⟨` on screen begins a real marker and the shown text maps back to one id.
  */
-const HIDDEN_CLASS = '[\\u0000-\\u001F\\u007F-\\u009F\\u200B-\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFEFF]';
+const HIDDEN_CLASS = '[\\u0000-\\u001F\\u007F-\\u009F\\u200B-\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFEFF\\u27E8\\u27E9]';
 const HIDDEN = new RegExp(HIDDEN_CLASS, 'g');
 const ONE_HIDDEN = new RegExp(`(${HIDDEN_CLASS})`);
 const marker = (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
@@ -42,7 +46,9 @@ const TEXT_ONLY = new Set(['option', 'textarea', 'title']);
  * textContent and props with setAttribute, never as markup, so nothing here is parsed as HTML.
  */
 function shown(type, props, ...children) {
-  if (props) {
+  // On elements only: a component's props reach an element of its own, and marking twice would
+  // mark the first markers' brackets.
+  if (props && typeof type === 'string') {
     for (const name of SHOWN_PROPS) if (typeof props[name] === 'string') props = { ...props, [name]: visible(props[name]) };
   }
   return h(type, props, ...children.map(TEXT_ONLY.has(type) ? markText : markChildren));
