@@ -272,9 +272,22 @@ test.serial('markup in a subject id stays text, and the longest ids and names ke
   t.true((await name.boundingBox())!.height < 100);
   t.true((await pageWidth(page)) <= 1280, `the applications page is ${await pageWidth(page)} px wide`);
   await page.getByRole('button', { name: `Change ${LONG_NAME}` }).click();
-  await page.getByRole('heading', { name: `Change ${LONG_NAME}` }).waitFor();
+  const heading = page.getByRole('heading', { name: `Change ${LONG_NAME}` });
+  await heading.waitFor();
   t.true((await pageWidth(page)) <= 1280, 'and with its form open');
+  t.is(await heading.getAttribute('title'), LONG_NAME, "the form's heading is cut too, whole in its title");
+  t.true((await heading.boundingBox())!.height < 100, `the heading is ${(await heading.boundingBox())!.height} px high`);
+  t.is(await page.getByLabel('Name', { exact: true }).first().inputValue(), LONG_NAME, 'the field holds all of it');
   await session.shot('hostile-applications');
+  // The replacement key's heading as well: the key and its copy button stay in sight.
+  await page.getByRole('button', { name: `Roll the key of ${LONG_NAME}` }).click();
+  await page.getByRole('button', { name: 'Yes, issue a new key' }).click();
+  const keyHeading = page.getByRole('heading', { name: `Replacement API key of ${LONG_NAME}` });
+  await keyHeading.waitFor();
+  t.true((await keyHeading.boundingBox())!.height < 100);
+  t.is(await keyHeading.getAttribute('title'), LONG_NAME);
+  await session.shot('hostile-new-key');
+  await page.getByRole('button', { name: 'I have stored it' }).click();
 });
 
 test.serial('a vault that will not say what the key may do gets "Try again", not a non-admin console', async (t) => {

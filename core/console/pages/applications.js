@@ -14,7 +14,7 @@ function NewKey({ application, apiKey, rolled, onDone }) {
     }
   };
   return html`<div class="card newkey" role="region" aria-labelledby="newkey-title">
-    <h2 id="newkey-title">${rolled ? 'Replacement API key' : 'API key'} of ${application.name}</h2>
+    <h2 id="newkey-title" class="clamp" title=${application.name}>${rolled ? 'Replacement API key' : 'API key'} of ${application.name}</h2>
     <p>This key is shown <strong>once</strong>. The vault keeps only its hash: store it now.</p>
     ${rolled
       ? html`<p>${application.previousKeyValidUntil
@@ -68,7 +68,7 @@ function EditApplication({ application, onSaved, onRolled, onClose }) {
     }
   };
   return html`<form class="card" onSubmit=${save} aria-labelledby="edit-app">
-    <h2 id="edit-app">Change ${application.name}</h2>
+    <h2 id="edit-app" class="clamp" title=${application.name}>Change ${application.name}</h2>
     <p class="muted small">Its id and its history in the activity log stay. Every vault process applies a change within a second.</p>
     <div class="row">
       <${TextInput} id="edit-app-name" label="Name" value=${name} onInput=${setName} required />
