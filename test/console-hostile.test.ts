@@ -36,11 +36,14 @@ const REAL_MARK = `report-${RLO}fdp.exe`;
 const TYPED_MARK = 'report-⟨U+202E⟩fdp.exe';
 /** A literal marker bracket, as the console shows it. */
 const BRACKET = (c: 'open' | 'close') => (c === 'open' ? '⟨U+27E8⟩' : '⟨U+27E9⟩');
+/** A name that ends in a zero-width space, which `trim()` leaves: an edit must keep it. */
+const ZW_NAME = 'ledger\u200B';
 
 let session: ConsoleSession;
 let page: Page;
 let hostileApp: string;
 let adminName: string;
+let zwApp: string;
 
 /**
  * Every hidden character is drawn as a marker: none left raw in the text or in a title; and
@@ -97,6 +100,7 @@ test.before(async () => {
   await call('POST', '/attributes', { key: 'NOTE', schema: 'string' });
   hostileApp = (await call('POST', '/applications', { name: HOSTILE_APP, attributes: ['NOTE'] })).id;
   await call('POST', '/applications', { name: LONG_NAME, attributes: ['NOTE'] });
+  zwApp = (await call('POST', '/applications', { name: ZW_NAME, attributes: ['NOTE'] })).id;
   const encrypt = { 'x-encryption-key': vault.keys.publicKey };
   for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID, REAL_MARK, TYPED_MARK]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
   await call('POST', `/entities/${encodeURIComponent(RTL_ID)}/attributes`, { data: [{ attribute: 'NOTE', value: MULTILINE }] }, encrypt);
@@ -288,6 +292,48 @@ test.serial('markup in a subject id stays text, and the longest ids and names ke
   t.is(await keyHeading.getAttribute('title'), LONG_NAME);
   await session.shot('hostile-new-key');
   await page.getByRole('button', { name: 'I have stored it' }).click();
+});
+
+test.serial("an application's name field keeps the name as it is and says what it does not show", async (t) => {
+  await session.go('applications', 'Applications');
+  // In a narrow cell a marker moves to the next line whole, rather than split in two.
+  const cellMarker = page.getByRole('region', { name: 'Applications' }).locator('.hidden-char').first();
+  t.true((await cellMarker.boundingBox())!.height < 30, `the marker is ${(await cellMarker.boundingBox())!.height} px high`);
+  await page.getByRole('button', { name: `Change ${XSS}⟨U+202E⟩lin`, exact: true }).click();
+  const field = page.locator('#edit-app-name');
+  t.is(await field.inputValue(), HOSTILE_APP, 'the value is the raw name, to be edited as it is');
+  const note = page.locator('#edit-app-name-marked');
+  t.regex(await note.innerText(), /^Holds characters this field does not show: ⟨U\+202E⟩\.\s+Marked, it reads: /);
+  t.deepEqual(await note.locator('.hidden-char').allInnerTexts(), ['⟨U+202E⟩', '⟨U+202E⟩']);
+  t.true((await field.getAttribute('aria-describedby'))!.split(' ').includes('edit-app-name-marked'), "a screen reader hears it with the field");
+  t.deepEqual(await nothingHidden(page), CLEAN);
+  await session.shot('hostile-name-field');
+
+  // Edited, the note follows the field: a marker bracket typed as text is named for what it is...
+  await field.fill('billing-⟨U+202E⟩');
+  t.regex(await note.innerText(), /^Holds marker brackets typed as text: ⟨U\+27E8⟩ ⟨U\+27E9⟩\./);
+  // ...and a plain name has nothing to say.
+  await field.fill('billing');
+  t.is(await note.count(), 0);
+  t.is(await field.getAttribute('aria-describedby'), null);
+  await page.getByRole('button', { name: 'Close' }).click();
+
+  // The creation form says it too, before the name is stored.
+  await page.locator('#app-name').fill(`new${RLO}app`);
+  t.deepEqual(await page.locator('#app-name-marked .hidden-char').allInnerTexts(), ['⟨U+202E⟩', '⟨U+202E⟩']);
+  await page.locator('#app-name').fill('');
+
+  // Saved with only its attributes changed, the name stays exactly as it was.
+  await page.getByRole('button', { name: 'Change ledger⟨U+200B⟩', exact: true }).click();
+  t.is(await field.inputValue(), ZW_NAME);
+  t.deepEqual(await note.locator('.hidden-char').allInnerTexts(), ['⟨U+200B⟩', '⟨U+200B⟩']);
+  await page.locator('#edit-app-attributes').fill('*');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByRole('status').filter({ hasText: 'saved.' }).waitFor();
+  const apps = (await callVault(session.vault, 'GET', '/applications')).body.data as { id: string; name: string; attributes: string[] }[];
+  const saved = apps.find((a) => a.id === zwApp);
+  t.deepEqual(saved?.attributes, ['*'], 'the change was saved');
+  t.is(saved?.name, ZW_NAME, 'and the name, its hidden character with it, was left alone');
 });
 
 test.serial('a vault that will not say what the key may do gets "Try again", not a non-admin console', async (t) => {

@@ -20,6 +20,12 @@ const marker = (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padSta
 /** Text as the console shows it, for where only a string fits (an attribute, an option, a comparison). */
 export const visible = (text) => String(text).replace(HIDDEN, marker);
 
+/**
+ * The distinct characters of `text` that the console draws as markers, in order of appearance:
+ * raw, for a template to mark (marking them here would have it mark the markers' brackets).
+ */
+export const markedIn = (text) => [...new Set(String(text).match(HIDDEN) ?? [])];
+
 /** Hebrew, Arabic, Syriac, Thaana, N'Ko and their presentation forms: letters written right to left. */
 const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFC]/;
 

@@ -1,5 +1,5 @@
 // Shared pieces of every page: loading and error states, tables, pagers, forms, downloads.
-import { html, useEffect, useRef, useState } from './lib.js';
+import { html, markedIn, useEffect, useRef, useState } from './lib.js';
 import { ApiError, seg } from './api.js';
 
 /** Runs `load` whenever `deps` change; returns {data, error, loading, reload}. */
@@ -71,10 +71,28 @@ export function Field({ label, id, hint, children }) {
   </div>`;
 }
 
-export function TextInput({ id, label, value, onInput, hint, type = 'text', ...rest }) {
+/**
+ * `showHidden`: a field that holds caller-chosen text (a name) keeps its value as it is, so
+ * that saving it unchanged changes nothing; but an input draws a bidi override or a zero-width
+ * space as nothing at all, so beneath it the text is shown once more as the rest of the console
+ * shows it, markers and all.
+ */
+export function TextInput({ id, label, value, onInput, hint, showHidden = false, type = 'text', ...rest }) {
+  const marked = showHidden ? markedIn(value ?? '') : [];
+  const describedBy = [hint && `${id}-hint`, marked.length && `${id}-marked`].filter(Boolean).join(' ');
   return html`<${Field} label=${label} id=${id} hint=${hint}>
-    <input id=${id} type=${type} value=${value ?? ''} onInput=${(e) => onInput(e.currentTarget.value)} aria-describedby=${hint ? `${id}-hint` : undefined} ...${rest} />
+    <input id=${id} type=${type} value=${value ?? ''} onInput=${(e) => onInput(e.currentTarget.value)} aria-describedby=${describedBy || undefined} ...${rest} />
+    ${marked.length ? html`<${Marked} id=${`${id}-marked`} text=${value} chars=${marked} />` : null}
   </${Field}>`;
+}
+
+/** What a field does not show of its text: which characters, and the text as the console marks it. */
+function Marked({ id, text, chars }) {
+  // The marker's own brackets are drawn by the field, where they pass for a marker: said apart.
+  const hidden = chars.some((c) => c !== '\u27E8' && c !== '\u27E9');
+  return html`<p class="marked-note small" id=${id}>
+    <strong>${hidden ? 'Holds characters this field does not show:' : 'Holds marker brackets typed as text:'}</strong> ${chars.join(' ')}. Marked, it reads: ${clip(text)}
+  </p>`;
 }
 
 export function Select({ id, label, value, onChange, options, hint }) {

@@ -71,7 +71,7 @@ function EditApplication({ application, onSaved, onRolled, onClose }) {
     <h2 id="edit-app" class="clamp" title=${application.name}>Change ${application.name}</h2>
     <p class="muted small">Its id and its history in the activity log stay. Every vault process applies a change within a second.</p>
     <div class="row">
-      <${TextInput} id="edit-app-name" label="Name" value=${name} onInput=${setName} required />
+      <${TextInput} id="edit-app-name" label="Name" value=${name} onInput=${setName} showHidden required />
       <${TextInput} id="edit-app-attributes" label="Attributes" hint="Comma-separated keys, or * for all" value=${attributes} onInput=${setAttributes} />
     </div>
     <${Check} id="edit-app-admin" label="Administrator (manages the registry, rules and applications)" checked=${isAdmin} onChange=${setIsAdmin} />
@@ -178,7 +178,7 @@ export function Applications({ admin }) {
       ? html`<form class="card" onSubmit=${create} aria-labelledby="new-app">
           <h2 id="new-app">New application</h2>
           <div class="row">
-            <${TextInput} id="app-name" label="Name" value=${name} onInput=${setName} required />
+            <${TextInput} id="app-name" label="Name" value=${name} onInput=${setName} showHidden required />
             <${TextInput} id="app-attributes" label="Attributes" hint="Comma-separated keys, or * for all" value=${attributes} onInput=${setAttributes} />
           </div>
           <${Check} id="app-admin" label="Administrator (manages the registry, rules and applications)" checked=${isAdmin} onChange=${setIsAdmin} />
