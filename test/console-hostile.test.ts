@@ -38,6 +38,9 @@ const TYPED_MARK = 'report-⟨U+202E⟩fdp.exe';
 const BRACKET = (c: 'open' | 'close') => (c === 'open' ? '⟨U+27E8⟩' : '⟨U+27E9⟩');
 /** A name that ends in a zero-width space, which `trim()` leaves: an edit must keep it. */
 const ZW_NAME = 'ledger\u200B';
+const PLAIN_ID = 'ticket-4711.b';
+/** What a file name may be made of, whatever the id. */
+const SAFE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,119}$/;
 
 let session: ConsoleSession;
 let page: Page;
@@ -102,7 +105,7 @@ test.before(async () => {
   await call('POST', '/applications', { name: LONG_NAME, attributes: ['NOTE'] });
   zwApp = (await call('POST', '/applications', { name: ZW_NAME, attributes: ['NOTE'] })).id;
   const encrypt = { 'x-encryption-key': vault.keys.publicKey };
-  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID, REAL_MARK, TYPED_MARK]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
+  for (const id of [SPOOFED, XSS_SUBJECT, LONG_ID, REAL_MARK, TYPED_MARK, PLAIN_ID]) await call('POST', `/entities/${encodeURIComponent(id)}/attributes`, { data: [{ attribute: 'NOTE', value: VALUE }] }, encrypt);
   await call('POST', `/entities/${encodeURIComponent(RTL_ID)}/attributes`, { data: [{ attribute: 'NOTE', value: MULTILINE }] }, encrypt);
   // Reported by the admin on the hostile application's behalf, as a sidecar would.
   for (const user of FORMULAS) {
@@ -231,6 +234,43 @@ test.serial('the CSV export quotes every cell and keeps formulas from running', 
   t.true(column('subjectId').includes(`a"b,c${RLO}`));
   t.true(column('subjectId').includes(LONG_ID));
   t.true(rows.every((r) => r.length === header.length));
+});
+
+test.serial('exports are named with letters, digits, dots, dashes and underscores only; their content keeps the raw ids', async (t) => {
+  const exportOf = async (id: string, shown: string) => {
+    await session.go(`subjects/${encodeURIComponent(id)}`, `Subject ${shown}`);
+    await page.getByRole('region', { name: 'Data points of the subject' }).getByRole('cell', { name: 'NOTE', exact: true }).first().waitFor();
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+    const report = JSON.parse(readFileSync((await file.path())!, 'utf8'));
+    return { name: file.suggestedFilename(), subject: report.subject.id };
+  };
+  const names = new Set<string>();
+  for (const [id, shown] of [
+    [REAL_MARK, 'report-⟨U+202E⟩fdp.exe'],
+    [TYPED_MARK, `report-${BRACKET('open')}U+202E${BRACKET('close')}fdp.exe`],
+    [XSS_SUBJECT, `${XSS}⟨U+200B⟩`],
+    [RTL_ID, RTL_ID],
+    [LONG_ID, LONG_ID],
+  ]) {
+    const { name, subject } = await exportOf(id, shown);
+    t.regex(name, SAFE_NAME, `${JSON.stringify(id.slice(0, 40))} exports as ${name}`);
+    t.true(name.startsWith('subject-') && name.endsWith('.json'), name);
+    t.is(subject, id, 'the file holds the id as it is');
+    names.add(name);
+  }
+  t.is(names.size, 5, 'ids made alike by the replacement still get names of their own');
+  t.is((await exportOf(PLAIN_ID, PLAIN_ID)).name, `subject-${PLAIN_ID}.json`, 'an id that needs nothing replaced is kept as it is');
+
+  // The activity log filtered by a subject names its CSV after it, made safe the same way.
+  await session.go(`activity/${encodeURIComponent(REAL_MARK)}`, 'Activity log');
+  await page.getByRole('region', { name: 'Activity records' }).waitFor();
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+  t.regex(csv.suggestedFilename(), /^activity-\d{4}-\d\d-\d\dT\d{6}-subject-report-_fdp\.exe-[0-9a-f]{8}\.csv$/);
+  t.true(readFileSync((await csv.path())!, 'utf8').includes(`"${REAL_MARK}"`), 'the CSV keeps the raw id');
+  await session.go(`activity/${encodeURIComponent(LONG_ID)}`, 'Activity log');
+  await page.getByRole('region', { name: 'Activity records' }).waitFor();
+  const [long] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+  t.regex(long.suggestedFilename(), SAFE_NAME);
 });
 
 test.serial('a subject page with a spoofed id shows it marked, and the purge takes the id as shown', async (t) => {

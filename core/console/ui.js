@@ -177,7 +177,32 @@ export function ConfirmButton({ label, ariaLabel, confirm = 'Confirm', onConfirm
   </span>`;
 }
 
-/** A file built in the browser and handed to the user; nothing is sent anywhere. */
+/**
+ * A file name made of `parts` (an id among them) that every system takes as it is: letters,
+ * digits, `.`, `_` and `-` only, the rest replaced by `_`, at most 120 characters and never
+ * starting with a dot (hidden, or `..`). Ids are the callers': left raw, a bidi override would
+ * make `subject-<U+202E>fdp.exe.json` read as another file, and a slash or a 512-character id is
+ * refused or cut by the system, differently on each. When an id had to be changed, a digest
+ * of it follows, so that two ids made alike still land in two files. The file's content keeps
+ * the raw id: it is the evidence.
+ */
+export function fileName(parts, extension) {
+  const safe = (text) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
+  const raw = parts.filter((p) => p !== undefined && p !== '').map(String).join('-');
+  let stem = safe(raw).slice(0, 100);
+  if (stem !== raw) stem = `${stem}-${digest(raw)}`;
+  stem = stem.replace(/^\./, '_') || 'export';
+  return `${stem}.${extension}`;
+}
+
+/** FNV-1a over UTF-16 code units: 8 hex digits to tell two names apart, not a security measure. */
+function digest(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return (hash >>> 0).toString(16).padStart(8, '0');
+}
+
+/** A file built in the browser and handed to the user; nothing is sent anywhere. Name it with `fileName`. */
 export function download(name, type, content) {
   const url = URL.createObjectURL(new Blob([content], { type }));
   const a = document.createElement('a');

@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, getAll } from '../api.js';
-import { clip, ErrorBox, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, useLoad, when } from '../ui.js';
+import { clip, ErrorBox, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
@@ -169,7 +169,10 @@ export function Activity({ admin, id }) {
     setStatus('Exporting…');
     try {
       const all = await getAll('/activity', toQuery(filters));
-      download(`activity-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.csv`, 'text/csv', toCsv(all));
+      // Which subject or application it is about, in the name; the time before them, so that a long id is what gets cut.
+      const { subjectId, applicationId } = filters;
+      const name = fileName(['activity', new Date().toISOString().slice(0, 19).replace(/:/g, ''), subjectId && 'subject', subjectId, applicationId && 'application', applicationId], 'csv');
+      download(name, 'text/csv', toCsv(all));
       setStatus(`Exported ${all.length} record${all.length === 1 ? '' : 's'} as CSV.`);
     } catch (err) {
       setStatus(undefined);

@@ -1,6 +1,6 @@
 import { html, lines, useRef, useState, visible } from '../lib.js';
 import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
-import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, useLoad, when } from '../ui.js';
+import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, fileName, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
 
 const ACTIVITY_SHOWN = 100;
@@ -98,7 +98,7 @@ export function Subject({ id, admin, allAttributes }) {
         dataPoints: (points.data ?? []).map((p) => (values?.has(p.dataPointId) ? { ...p, value: values.get(p.dataPointId) } : p)),
         activity: history,
       };
-      download(`subject-${id}.json`, 'application/json', JSON.stringify(report, null, 2));
+      download(fileName(['subject', id], 'json'), 'application/json', JSON.stringify(report, null, 2));
       const n = report.dataPoints.length;
       const exported = `Exported ${n} data point${n === 1 ? '' : 's'}${values ? ' with their values' : ''}${history ? ' and the activity history' : ''}.`;
       setNotice(
