@@ -53,7 +53,15 @@ async function inViewport(locator: ReturnType<Page['locator']>): Promise<boolean
   return Boolean(box && size && box.y >= 0 && box.y + box.height <= size.height);
 }
 
-const shot: ConsoleSession['shot'] = (name, options) => session.shot(name, options);
+/**
+ * Every page this suite photographs holds only plain data, so any marker on it came from the
+ * console's own text (a line break inside a template is drawn as ⟨U+000A⟩ like a caller's).
+ */
+const shot: ConsoleSession['shot'] = async (name, options) => {
+  const markers = await page.locator('.hidden-char').allInnerTexts();
+  if (markers.length > 0) throw new Error(`${name}: the console's own text is drawn with markers: ${markers.join(' ')}`);
+  await session.shot(name, options);
+};
 const go: ConsoleSession['go'] = (hash, heading) => session.go(hash, heading);
 
 test.before(async () => {
