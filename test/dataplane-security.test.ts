@@ -114,6 +114,8 @@ test('after a purge, the subject ciphertext copied beforehand cannot be opened, 
   const NOTE = await define(v, { key: uid('NOTE'), repeatable: true });
   const subject = uid('subject');
   await store(v, subject, [{ attribute: NAME, value: { first: 'Ada', last: 'Lovelace' } }, { attribute: NOTE, value: 'analytical engine' }]);
+  // A subject of its own that keeps its key, rather than whatever the tests beside this one stored by then.
+  await store(v, uid('bystander'), [{ attribute: NOTE, value: 'kept' }]);
   // A second key generation for the same subject: a new process, or a key rotation.
   v.vault.datapoints.dataKeys.clear();
   await store(v, subject, [{ attribute: NOTE, value: 'second generation' }]);
