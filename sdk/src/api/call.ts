@@ -38,3 +38,33 @@ export async function* pages<T>(pageSize: number, fetchPage: (page: number, coun
     if (items.length < pageSize) return;
   }
 }
+
+/**
+ * A collection kept by key (or name): save creates or updates, and list, get and delete
+ * answer the same way for each. Every verb is retried on connection errors: a resent save
+ * leaves the same item (answered as an update if the first had landed), a resent delete the
+ * same absence.
+ */
+export class KeyedCollection<Item, Input = Item, Saved = Item> {
+  constructor(
+    protected readonly send: Send,
+    private readonly path: string,
+  ) {}
+
+  save(input: Input, options: CallOptions = {}): Promise<Saved> {
+    return this.send({ method: 'POST', path: this.path, body: input, idempotent: true, signal: options.signal });
+  }
+
+  list(options: CallOptions = {}): Promise<Item[]> {
+    return this.send({ method: 'GET', path: this.path, idempotent: true, signal: options.signal });
+  }
+
+  get(key: string, options: CallOptions = {}): Promise<Item> {
+    return this.send({ method: 'GET', path: `${this.path}/${seg(key)}`, idempotent: true, signal: options.signal });
+  }
+
+  /** Answers the vault's confirmation text. */
+  delete(key: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `${this.path}/${seg(key)}`, idempotent: true, signal: options.signal });
+  }
+}

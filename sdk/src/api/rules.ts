@@ -2,31 +2,16 @@
  * Rules and the alerts they raise.
  */
 import type { Alert, AlertFilter, Rule, RuleInput } from '../types.js';
-import { seg, pages, type CallOptions, type Send } from './call.js';
+import { KeyedCollection, pages, type CallOptions, type Send } from './call.js';
 
-export class RuleApi {
-  constructor(private readonly send: Send) {}
-
-  /**
-   * Creates or updates by key; answers `Rule created` or `Rule updated`. Retried on
-   * connection errors: an update keeps the rule's place in the order, so a resent save
-   * leaves the same rule (answered `Rule updated` if the first one had landed).
-   */
-  save(rule: RuleInput, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'POST', path: '/rules', body: rule, idempotent: true, signal: options.signal });
-  }
-
-  list(options: CallOptions = {}): Promise<Rule[]> {
-    return this.send({ method: 'GET', path: '/rules', idempotent: true, signal: options.signal });
-  }
-
-  /** By key, then by name. */
-  get(keyOrName: string, options: CallOptions = {}): Promise<Rule> {
-    return this.send({ method: 'GET', path: `/rules/${seg(keyOrName)}`, idempotent: true, signal: options.signal });
-  }
-
-  delete(keyOrName: string, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'DELETE', path: `/rules/${seg(keyOrName)}`, idempotent: true, signal: options.signal });
+/**
+ * Rules (`/rules`), by key, then by name. Save creates or updates by key, answering `Rule
+ * created` or `Rule updated`; an update keeps the rule's place in the order, so a resent save
+ * leaves the same rule.
+ */
+export class RuleApi extends KeyedCollection<Rule, RuleInput, string> {
+  constructor(send: Send) {
+    super(send, '/rules');
   }
 }
 
