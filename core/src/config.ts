@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parsePublicKeyHeader } from './crypto/keys.js';
-import { isPrintableAscii, MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './applications/api-key.js';
+import { isUsableApiKey, MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './applications/api-key.js';
 
 export interface LicenseConfig {
   /** Undefined: unlimited custom regulations. */
@@ -184,7 +184,7 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     throw new ConfigError('VAULT_DB must be sqlite:<path> or a postgres:// URL');
   }
   const adminApiKey = env.VAULT_ADMIN_API_KEY || undefined;
-  if (adminApiKey !== undefined && (adminApiKey.length < MIN_API_KEY_LENGTH || adminApiKey.length > MAX_API_KEY_LENGTH || !isPrintableAscii(adminApiKey))) {
+  if (adminApiKey !== undefined && !isUsableApiKey(adminApiKey)) {
     throw new ConfigError(`VAULT_ADMIN_API_KEY must be ${MIN_API_KEY_LENGTH} to ${MAX_API_KEY_LENGTH} characters of printable ASCII, without spaces`);
   }
   const logLevel = env.VAULT_LOG_LEVEL || 'info';

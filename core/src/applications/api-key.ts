@@ -11,3 +11,8 @@ export const MAX_API_KEY_LENGTH = 512;
 export function isPrintableAscii(key: string): boolean {
   return /^[\x21-\x7e]+$/.test(key);
 }
+
+/** Whether a request could ever sign in with `key`. */
+export function isUsableApiKey(key: string): boolean {
+  return key.length >= MIN_API_KEY_LENGTH && key.length <= MAX_API_KEY_LENGTH && isPrintableAscii(key);
+}
