@@ -124,17 +124,22 @@ function isSameFile(a: string, b: string): boolean {
 }
 
 /**
- * Runs pg_dump against the vault's database without its password on the command
- * line (where `ps` shows it) or in an error: the URL goes without it, the password in
+ * How the PostgreSQL client tools reach the vault's database without its password on their
+ * command line (where `ps` shows it) or in an error: the URL goes without it, the password in
  * PGPASSWORD, which libpq reads.
  */
-async function runPgTool(tool: 'pg_dump', args: string[], dbUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
+function pgToolConnection(dbUrl: string, env: NodeJS.ProcessEnv): { dbname: string; env: NodeJS.ProcessEnv } {
   const url = new URL(dbUrl);
   const password = decodeURIComponent(url.password);
   url.password = '';
+  return { dbname: `--dbname=${url.toString()}`, env: { ...process.env, ...env, ...(password ? { PGPASSWORD: password } : {}) } };
+}
+
+async function runPgTool(tool: 'pg_dump', args: string[], dbUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const connection = pgToolConnection(dbUrl, env);
   const { execFileSync } = await import('node:child_process');
   try {
-    execFileSync(tool, [...args, `--dbname=${url.toString()}`], { stdio: 'inherit', env: { ...process.env, ...env, ...(password ? { PGPASSWORD: password } : {}) } });
+    execFileSync(tool, [...args, connection.dbname], { stdio: 'inherit', env: connection.env });
   } catch (err) {
     const { status, code } = err as { status?: number; code?: string };
     throw new Error(code === 'ENOENT' ? `${tool} is not installed (it comes with the PostgreSQL client tools)` : `${tool} failed (exit code ${status}); its own message is above`);
@@ -160,10 +165,6 @@ function backupSqlite(sqlite: Database.Database, target: string): Promise<void> 
  * delete its write-ahead log, commits not yet copied into the file with it, and replace the
  * file beneath it. An exclusive lock is refused while any other connection holds the file.
  */
-function refuseIfOpen(path: string): void {
-  if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
-}
-
 function openElsewhere(path: string): boolean {
   if (!existsSync(path)) return false;
   const probe = new Database(path, { timeout: 0 });
@@ -178,6 +179,10 @@ function openElsewhere(path: string): boolean {
   } finally {
     probe.close();
   }
+}
+
+function refuseIfOpen(path: string): void {
+  if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
 }
 
 /** Whether the file is a vault's SQLite database: checked before it replaces the one in use. */
@@ -345,15 +350,12 @@ async function refuseRestoreInto(dbUrl: string): Promise<void> {
  */
 async function restoreInOneTransaction(dbUrl: string, source: string, env: NodeJS.ProcessEnv): Promise<void> {
   const { spawn } = await import('node:child_process');
-  const url = new URL(dbUrl);
-  const password = decodeURIComponent(url.password);
-  url.password = '';
-  const childEnv = { ...process.env, ...env, ...(password ? { PGPASSWORD: password } : {}) };
-  const psql = spawn('psql', ['--no-psqlrc', '--quiet', '--single-transaction', '--set=ON_ERROR_STOP=1', '--file=-', `--dbname=${url.toString()}`], {
-    env: childEnv,
+  const connection = pgToolConnection(dbUrl, env);
+  const psql = spawn('psql', ['--no-psqlrc', '--quiet', '--single-transaction', '--set=ON_ERROR_STOP=1', '--file=-', connection.dbname], {
+    env: connection.env,
     stdio: ['pipe', 'ignore', 'pipe'],
   });
-  const script = spawn('pg_restore', ['--no-owner', '--file=-', source], { env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const script = spawn('pg_restore', ['--no-owner', '--file=-', source], { env: connection.env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = (child: ChildProcess) =>
     new Promise<{ status: number | null; missing: boolean }>((done) => {
       child.once('error', (err) => done({ status: null, missing: (err as NodeJS.ErrnoException).code === 'ENOENT' }));
