@@ -100,6 +100,42 @@ test.serial('a key is rolled; the old one keeps working for the hour chosen, and
   t.is((await callVault(session.vault, 'GET', `/applications/${id}`)).body.data.id, id);
 });
 
+test.serial('an officer rolls the very key the console signs in with: the new key is shown, and the console carries on with it', async (t) => {
+  const officerKey = (await callVault(session.vault, 'POST', '/applications', { name: 'officer', attributes: ['*'], admin: true })).body.data.apiKey;
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').fill(officerKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  await openApplications();
+  await page.getByRole('button', { name: 'Change officer' }).click();
+  // The default: the old key stops at once.
+  await page.getByRole('form', { name: 'Change officer' }).getByRole('button', { name: 'Roll the key of officer' }).click();
+  await page.getByRole('button', { name: 'Yes, issue a new key' }).click();
+  await page.getByText('The key it replaces no longer works.').waitFor();
+  await page.getByText('This console signed in with the key it replaces, and now signs in with this one.').waitFor();
+  const newKey = await page.getByLabel('New API key').inputValue();
+  await session.shot('applications-rolled-own');
+  t.false(await signsIn(officerKey));
+  t.true(await signsIn(newKey));
+  // Still signed in: the list reloads with the new key, and so do other pages.
+  await page.getByRole('cell', { name: 'officer', exact: true }).waitFor();
+  await session.go('overview', 'Overview');
+  await session.go('applications', 'Applications');
+  await page.getByRole('cell', { name: 'officer', exact: true }).waitFor();
+  t.is(await page.getByLabel('API key').count(), 0, 'no sign-in form');
+
+  // Another application's key rolled by this officer leaves the console's key alone.
+  await callVault(session.vault, 'POST', '/applications', { name: 'mailer', attributes: ['*'] });
+  await openApplications();
+  await page.getByRole('button', { name: 'Change mailer' }).click();
+  await page.getByRole('form', { name: 'Change mailer' }).getByRole('button', { name: 'Roll the key of mailer' }).click();
+  await page.getByRole('button', { name: 'Yes, issue a new key' }).click();
+  await page.getByText('The key it replaces no longer works.').waitFor();
+  t.is(await page.getByText('now signs in with this one').count(), 0);
+  t.true(await signsIn(newKey));
+  await page.getByRole('button', { name: 'I have stored it' }).click();
+});
+
 test.serial("an administrator's key limited to some attributes exports a subject as partial, and says why", async (t) => {
   for (const key of ['NOTE', 'PHONE']) t.is((await callVault(session.vault, 'POST', '/attributes', { key, schema: 'string' })).status, 201);
   const stored = await callVault(session.vault, 'POST', '/entities/ann/attributes', { data: [{ attribute: 'NOTE', value: 'Tea' }, { attribute: 'PHONE', value: '555 0100' }] }, { 'x-encryption-key': session.vault.keys.publicKey });

@@ -12,7 +12,7 @@
  * `VAULT_CONSOLE_SCREENSHOTS=docs/console npx ava test/console.test.ts` refreshes the README's
  * screenshots; otherwise they go to a temporary directory.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import test from 'ava';
@@ -236,10 +236,35 @@ test.serial('hiding the values forgets the key file: revealing again needs it ag
   await page.getByText(EMAIL, { exact: false }).first().waitFor();
 });
 
+test.serial('a file that is no private key is refused in words, before anything is sent', async (t) => {
+  const chosen = async (name: string, content: string | Buffer) => {
+    const file = join(dataDir, name);
+    writeFileSync(file, content);
+    await page.getByLabel('Private key file').setInputFiles(file);
+    await page.getByRole('button', { name: 'Reveal values' }).click();
+  };
+  const before = requests.length;
+  await chosen('public.pem', vault.keys.publicPem);
+  await page.getByRole('alert').filter({ hasText: 'This is a public key: values are revealed with the private half of the pair' }).waitFor();
+  await shot('04b-reveal-public-key');
+  // Text a header cannot carry, which the browser once refused as if the vault were down.
+  await chosen('notes.txt', 'Schlüssel für die Datenbank');
+  await page.getByRole('alert').filter({ hasText: 'This file is not a private key: choose the PEM file that begins with -----BEGIN PRIVATE KEY-----' }).waitFor();
+  await chosen('photo.png', Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'));
+  await page.getByRole('alert').filter({ hasText: 'This file is not a private key' }).waitFor();
+  t.is(requests.slice(before).filter((r) => r.headers['x-decryption-key']).length, 0, 'no key header went out');
+  // The key itself, base64-wrapped as the header carries it, is taken as well as its PEM.
+  await chosen('private.b64', vault.keys.privateKey);
+  await page.getByText(EMAIL, { exact: false }).first().waitFor();
+  t.is(await page.getByRole('alert').count(), 0);
+});
+
 test.serial('6. under a legal hold a delete is refused', async (t) => {
   await page.getByRole('button', { name: 'Set legal hold' }).click();
   await page.getByText('Legal hold set').waitFor();
   await page.getByText('on hold').waitFor();
+  // The hold's own record is in the subject's activity at once, without a reload.
+  await page.getByRole('region', { name: 'Activity of the subject' }).getByText('Legal hold put on', { exact: true }).waitFor();
   await page.getByRole('button', { name: 'Delete CONTACT' }).click();
   await page.getByRole('button', { name: 'Delete every CONTACT value' }).click();
   await page.getByRole('alert').filter({ hasText: '403 Cannot delete data for data subject, as the data subject is under a legal hold' }).waitFor();
@@ -254,7 +279,7 @@ test.serial('6. under a legal hold a delete is refused', async (t) => {
   t.true((await callVault(vault, 'GET', `/datasubjects/${SUBJECT}`)).body.data.legalHold, 'still on hold until confirmed');
   await page.getByText('on hold').waitFor();
   await lift.click();
-  await page.getByText('Legal hold lifted').waitFor();
+  await page.getByRole('status').filter({ hasText: 'Legal hold lifted.' }).waitFor();
   t.false((await callVault(vault, 'GET', `/datasubjects/${SUBJECT}`)).body.data.legalHold);
 });
 
@@ -352,7 +377,12 @@ test.serial('what an officer runs into: a mistyped or purged subject, a broken a
   t.is(await page.getByRole('button', { name: 'Reveal values' }).count(), 0);
   t.is((await callVault(vault, 'GET', '/datasubjects/no-such-subject')).status, 404);
   // The purged subject's history stays, newest first: the purge's record leads, then its DELETEs.
-  await go(`subjects/${SUBJECT}`, `Subject ${SUBJECT}`);
+  // Find by id opens it, as it opens any id: the page says when no subject has it.
+  await go('subjects', 'Data subjects');
+  await page.getByLabel('Subject id').fill(SUBJECT);
+  await page.getByRole('button', { name: 'Open subject' }).click();
+  await page.getByRole('heading', { level: 1, name: `Subject ${SUBJECT}` }).waitFor();
+  await page.getByText('No data subject has this id').waitFor();
   const history = page.getByRole('region', { name: 'Activity of the subject' });
   await history.getByRole('row').nth(2).waitFor();
   t.regex(await history.getByRole('row').nth(1).innerText(), /CHANGE\s+Subject purged: 2 values deleted, its data keys destroyed/);
@@ -384,6 +414,33 @@ test.serial('what an officer runs into: a mistyped or purged subject, a broken a
   await page.getByLabel('Value', { exact: true }).fill('Navy');
   await page.getByRole('button', { name: 'Search' }).click();
   await page.getByRole('alert').filter({ hasText: 'NOTE is not an indexed attribute' }).waitFor();
+});
+
+test.serial('report-only points hold no value: revealing says so, and an export without them is whole', async (t) => {
+  // One subject the vault only hears about, one with a stored value beside one stored elsewhere.
+  t.is((await callVault(vault, 'POST', '/auditlogs', { eventType: 'STORE', subjectId: 'reported-only', applicationId: 'crm', data: { attribute: 'NOTE' } })).status, 200);
+  t.is((await callVault(vault, 'POST', '/entities/mixed-1/attributes', { data: [{ attribute: 'NOTE', value: 'Stored here' }] }, { 'x-encryption-key': vault.keys.publicKey })).status, 200);
+  const reported = await callVault(vault, 'POST', '/auditlogs', { eventType: 'STORE', subjectId: 'mixed-1', applicationId: 'crm', data: { attribute: 'NOTE' } });
+  t.is(reported.status, 200, JSON.stringify(reported.body));
+
+  await go('subjects/reported-only', 'Subject reported-only');
+  await page.getByRole('region', { name: 'Data points of the subject' }).getByRole('cell', { name: 'NOTE', exact: true }).waitFor();
+  await page.getByLabel('Private key file').setInputFiles(keyFile);
+  await page.getByRole('button', { name: 'Reveal values' }).click();
+  await page.getByRole('status').filter({ hasText: 'No values to reveal: this subject has no stored values you may see. Report-only points record activity, not values.' }).waitFor();
+  t.is(await page.getByRole('alert').count(), 0, 'no error for a subject with nothing stored');
+
+  await go('subjects/mixed-1', 'Subject mixed-1');
+  const points = page.getByRole('region', { name: 'Data points of the subject' });
+  await points.getByRole('row').nth(2).waitFor();
+  await page.getByLabel('Private key file').setInputFiles(keyFile);
+  await page.getByRole('button', { name: 'Reveal values' }).click();
+  await page.getByText('Stored here').waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+  const report = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+  t.deepEqual(report.limitations, []);
+  t.true(report.complete, 'every stored value is in it');
+  t.deepEqual(report.dataPoints.map((p: any) => [p.reportOnly, p.value]).sort(), [[false, 'Stored here'], [true, undefined]].sort());
 });
 
 test.serial('the activity filters show their dates and times whole at 1280 px', async (t) => {

@@ -90,12 +90,35 @@ export async function getAll(path, query, { count = 1000, limit = 1_000_000 } = 
   return all;
 }
 
+const NOT_A_KEY = 'This file is not a private key: choose the PEM file that begins with -----BEGIN PRIVATE KEY----- (or its base64).';
+const PASSPHRASE = 'This private key is locked with a passphrase, and the vault takes the key itself: unlock a copy first (openssl pkey -in key.pem -out unlocked.pem).';
+const PUBLIC_KEY = 'This is a public key: values are revealed with the private half of the pair, the file that begins with -----BEGIN PRIVATE KEY-----.';
+
 /**
  * A private key file as the header wants it: the base64 of its PEM. Read in the browser and
- * handed straight to the one request that needs it.
+ * handed straight to the one request that needs it. A file that is plainly not one is refused
+ * here with words an officer can act on: sent, the vault's 400 names an encoding, and text a
+ * header cannot carry (an image, accented letters) fails before any request, as if the vault
+ * were down.
  */
 export async function keyFileToHeader(file) {
   const text = (await file.text()).trim();
-  if (text.startsWith('-----BEGIN')) return btoa(text + '\n');
-  return text.replace(/\s+/g, '');
+  const pem = text.startsWith('-----BEGIN') ? text : decodedPem(text);
+  if (pem === undefined || !/^-----BEGIN [A-Z ]*KEY-----[\s\S]+-----END [A-Z ]*KEY-----$/.test(pem)) throw new Error(NOT_A_KEY);
+  if (/^-----BEGIN (RSA )?PUBLIC KEY-----/.test(pem)) throw new Error(PUBLIC_KEY);
+  if (/^-----BEGIN ENCRYPTED PRIVATE KEY-----/.test(pem)) throw new Error(PASSPHRASE);
+  if (!/^-----BEGIN (RSA )?PRIVATE KEY-----/.test(pem)) throw new Error(NOT_A_KEY);
+  return btoa(pem + '\n');
+}
+
+/** The PEM that base64 text holds, or undefined. */
+function decodedPem(text) {
+  const compact = text.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(compact)) return undefined;
+  try {
+    const decoded = atob(compact).trim();
+    return decoded.startsWith('-----BEGIN') ? decoded : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -40,7 +40,7 @@ export function ErrorBox({ error, admin, intoView = false }) {
   const ref = useIntoView(error, intoView);
   if (!error) return null;
   const status = error instanceof ApiError ? error.status : 0;
-  const hint = status === 403 && admin ? html`<p>This needs an administrator's API key; yours may not see it.</p>` : null;
+  const hint = status === 403 && admin ? html`<p>This needs an administrator's API key, and yours is not one.</p>` : null;
   return html`<div class="error" role="alert" ref=${ref}>
     <strong>${status ? `${status} ` : ''}${error.message}</strong>${hint}
   </div>`;

@@ -1,9 +1,9 @@
 import { html, useState } from '../lib.js';
-import { api, get, seg } from '../api.js';
+import { api, get, seg, session } from '../api.js';
 import { Check, clip, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Select, Table, TextInput, splitList, useLoad, when } from '../ui.js';
 
 /** The new key, shown once: it lives in this component only and is gone once dismissed. */
-function NewKey({ application, apiKey, rolled, onDone }) {
+function NewKey({ application, apiKey, rolled, own, onDone }) {
   const [copied, setCopied] = useState();
   const copy = async () => {
     try {
@@ -21,6 +21,7 @@ function NewKey({ application, apiKey, rolled, onDone }) {
           ? html`The key it replaces keeps working until ${when(application.previousKeyValidUntil)} UTC: move the service over before then.`
           : 'The key it replaces no longer works.'}</p>`
       : null}
+    ${own ? html`<p><strong>This console signed in with the key it replaces, and now signs in with this one.</strong></p>` : null}
     <div class="keybox">
       <label for="new-api-key" class="sr-only">New API key</label>
       <input id="new-api-key" class="mono" readOnly value=${apiKey} onFocus=${(e) => e.currentTarget.select()} />
@@ -61,8 +62,13 @@ function EditApplication({ application, onSaved, onRolled, onClose }) {
   const roll = async () => {
     setError(undefined);
     try {
+      // Rolling the key this console signs in with: with the old key stopped at once, the
+      // next request would sign the officer out before the new key, shown once, was shown.
+      const me = await get('/applications/me');
       const answer = await api('POST', `/applications/${seg(application.id)}/key`, { body: { keepPreviousForSeconds: Number(keep) } });
-      onRolled(answer.data);
+      const own = me.id === application.id;
+      if (own) session.signIn(answer.data.apiKey);
+      onRolled(answer.data, own);
     } catch (err) {
       setError(err);
     }
@@ -138,9 +144,9 @@ export function Applications({ admin }) {
             setNotice(`${changed.name} saved.`);
             apps.reload();
           }}
-          onRolled=${(rolled) => {
+          onRolled=${(rolled, own) => {
             setEditing(undefined);
-            setCreated({ application: rolled, apiKey: rolled.apiKey, rolled: true });
+            setCreated({ application: rolled, apiKey: rolled.apiKey, rolled: true, own });
             apps.reload();
           }}
         />`

@@ -1,5 +1,5 @@
 import { html, lines, useRef, useState, visible } from '../lib.js';
-import { api, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
+import { api, ApiError, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, fileName, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
 
@@ -54,10 +54,21 @@ export function Subject({ id, admin, allAttributes }) {
   const reveal = () =>
     act('reveal', async () => {
       const header = await keyFileToHeader(keyFile);
-      const read = await api('GET', `/datasubjects/${seg(id)}/attributes`, { headers: { 'x-decryption-key': header } });
-      setValues(new Map(read.data.map((p) => [p.dataPointId, p.value])));
+      let read;
+      try {
+        read = (await api('GET', `/datasubjects/${seg(id)}/attributes`, { headers: { 'x-decryption-key': header } })).data;
+      } catch (err) {
+        // The vault's 404 for a subject holding no stored value (report-only points only).
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+        read = [];
+      }
+      setValues(new Map(read.map((p) => [p.dataPointId, p.value])));
       activity.reload(); // the reveal is a read, recorded like any other
-      setNotice(`Revealed ${read.data.length} value${read.data.length === 1 ? '' : 's'}. They are kept on this page only.`);
+      setNotice(
+        read.length === 0
+          ? 'No values to reveal: this subject has no stored values you may see. Report-only points record activity, not values.'
+          : `Revealed ${read.length} value${read.length === 1 ? '' : 's'}. They are kept on this page only.`,
+      );
     });
 
   // Hidden values that one click would bring back are not hidden: the key goes with them.
@@ -83,11 +94,13 @@ export function Subject({ id, admin, allAttributes }) {
         if (err.status !== 403) throw err;
         history = null; // not an admin's key: the export says so rather than failing
       }
-      const unrevealed = values ? roots.filter((p) => !values.has(p.dataPointId)).length : roots.length;
+      // Report-only points have no value in the vault: no reveal could add one.
+      const stored = roots.filter((p) => !p.reportOnly);
+      const unrevealed = stored.filter((p) => !values?.has(p.dataPointId)).length;
       const limitations = [
         ...(history === null ? ["Activity history not included: only an administrator's API key may read the activity log, and this key is not one."] : []),
         ...(allAttributes ? [] : ['Data points limited to the attributes this API key may read: its application may not see them all.']),
-        ...(unrevealed ? [`Values not included for ${unrevealed} of ${roots.length} data point${roots.length === 1 ? '' : 's'}: reveal them with the private key first.`] : []),
+        ...(unrevealed ? [`Values not included for ${unrevealed} of the ${stored.length} stored value${stored.length === 1 ? '' : 's'}: reveal them with the private key first.`] : []),
       ];
       const report = {
         exportedAt: new Date().toISOString(),
@@ -116,6 +129,7 @@ export function Subject({ id, admin, allAttributes }) {
     act('hold', async () => {
       await post('/datasubjects', { id, legalHold });
       subject.reload();
+      activity.reload(); // the change is recorded like any other
       setNotice(legalHold ? 'Legal hold set: its data can no longer be deleted or overwritten.' : 'Legal hold lifted.');
     });
 

@@ -1,5 +1,5 @@
 import { html, useState } from '../lib.js';
-import { api, get, search, seg } from '../api.js';
+import { get, search, seg } from '../api.js';
 import { ErrorBox, Loading, Notice, PageTitle, Pager, subjectLink, Table, TextInput, useLoad, when } from '../ui.js';
 export { Subject } from './subject.js';
 
@@ -28,15 +28,11 @@ export function Subjects() {
   const definitions = useLoad(() => get('/attributes'));
   const paths = indexedPaths(definitions.data ?? []);
 
-  const open = async (e) => {
+  // Straight to the subject's page, even for an id with no subject: a purged subject's
+  // history is found there, and the page says when no subject has the id.
+  const open = (e) => {
     e.preventDefault();
-    setError(undefined);
-    try {
-      const subject = await get(`/datasubjects/${seg(subjectId.trim())}`);
-      location.hash = `#/subjects/${seg(subject.id)}`;
-    } catch (err) {
-      setError(err);
-    }
+    location.hash = `#/subjects/${seg(subjectId.trim())}`;
   };
   // The value goes in the request body, never in the address.
   const byValue = async (e) => {
