@@ -79,6 +79,19 @@ test('a structured attribute without a value has no sub-points; a primitive one 
   t.is(b.body.subPoints, undefined);
 });
 
+test('a subject an event registers follows the entity id rule, so the rest of the API finds it', async (t) => {
+  const control = await post(store('ctl\u0001x', EMAIL));
+  t.is(control.status, 400);
+  t.is(control.body.message, 'Entity ID must be 1 to 512 characters, without control characters');
+  t.is((await v.request('GET', '/entities')).body.data.filter((e: { id: string }) => e.id.startsWith('ctl')).length, 0, 'no subject registered');
+  // 300 emoji are 300 characters: registered, and found by the id as given.
+  const emoji = '😀'.repeat(300);
+  t.is((await post(store(emoji, EMAIL))).status, 200);
+  const read = await v.request('GET', `/entities/${encodeURIComponent(emoji)}`);
+  t.is(read.status, 200);
+  t.is(read.body.data.id, emoji);
+});
+
 test('a caller-chosen id is kept; a second STORE with it is 409', async (t) => {
   const id = unique('point');
   const subject = unique('subject');

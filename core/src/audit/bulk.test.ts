@@ -112,6 +112,8 @@ test.serial('every error of a bulk carries its index and its bulk status, and no
     [{ ...store('s', EMAIL), timestamp: new Date(Date.now() + 2 * 86400_000).toISOString() }, 400, 'Timestamp out of range'],
     [{ eventType: 'READ', dataPointId: 'x' }, 400, 'Application ID is required'],
     [store('s', unique('UNKNOWN')), 400, 'No such attribute'],
+    [store('ctl\u0001x', EMAIL), 400, 'Entity ID must be 1 to 512 characters, without control characters'],
+    [{ eventType: 'READ', dataPointId: existing.dataPointId, subjectId: 'tab\there', applicationId: 'crm' }, 400, 'Entity ID must be 1 to 512 characters, without control characters'],
     [store('s', AGE, { value: 'old' }), 400, `Expected int for value of attribute ${AGE}`],
     [store('s', NAME, { value: 'Ada' }), 400, `Expected object for value of attribute ${NAME}`],
     [store('s', NAME, { value: { nick: 'A' } }), 400, `Unknown sub-attribute ${NAME}.nick`],

@@ -5,6 +5,7 @@
 import { isSensitivity, SENSITIVITY_MESSAGE } from '../datapoints/model.js';
 import type { ValueErrorStatuses } from '../definitions/schema.js';
 import { badRequest } from '../errors.js';
+import { checkEntityId } from '../entities/service.js';
 import type { EventOrigin } from '../activity/log.js';
 import type { EventType, Location } from '../rules/engine.js';
 import { parseIsoDate } from '../util/time.js';
@@ -143,6 +144,9 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
   const applicationId = optionalText(input.applicationId);
   if (applicationId === undefined) throw badRequest('Application ID is required');
   const subjectId = optionalText(input.subjectId);
+  // A subject an event names may be registered by it: the rule every other path applies to
+  // entity ids, so that what is registered here can be read, listed and purged there.
+  if (subjectId !== undefined) checkEntityId(subjectId);
   const attribute = optionalText(data?.attribute);
   const sensitivity = optionalText(data?.sensitivity);
   if (eventType === 'STORE') {

@@ -97,6 +97,17 @@ test('entity ids are non-empty strings of at most 512 characters', async (t) => 
   const longest = 'é'.repeat(512);
   t.is((await v.request('POST', '/entities', { body: { id: longest } })).status, 201);
   t.is((await v.request('GET', `/entities/${encodeURIComponent(longest)}`)).body.data.id, longest);
+  // Characters, not UTF-16 units: 512 emoji are 512 characters (1,024 units).
+  const emoji = '😀'.repeat(512);
+  t.is((await v.request('POST', '/entities', { body: { id: emoji } })).status, 201);
+  t.is((await v.request('GET', `/entities/${encodeURIComponent(emoji)}`)).body.data.id, emoji);
+  const tooMany = await v.request('POST', '/entities', { body: { id: '😀'.repeat(513) } });
+  t.is(tooMany.status, 400);
+  t.is(tooMany.body.message, 'Entity ID must be 1 to 512 characters, without control characters');
+  // Audit events registered subjects without this rule once: such a subject is still found.
+  const now = new Date().toISOString();
+  await v.vault.db.insertInto('entities').values({ id: 'legacy\u0001id', type: 'datasubject', legal_hold: 0, created_date: now, updated_date: now }).execute();
+  t.is((await v.request('GET', '/entities/legacy%01id')).body.data?.id, 'legacy\u0001id');
 });
 
 test('unknown entities are 404 Not found', async (t) => {
