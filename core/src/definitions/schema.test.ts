@@ -75,7 +75,9 @@ test('schemas and values of any depth are refused without recursing past the lim
     for (let i = 0; i < n; i++) v = { a: v };
     return v;
   };
-  t.deepEqual(error(() => normalizeSchema(deep(50_000, 'string'))), { status: 400, message: 'Schema has unexpected class' });
+  t.deepEqual(error(() => normalizeSchema(deep(50_000, 'string'))), { status: 400, message: 'Schema is nested more than 32 levels deep' });
+  t.deepEqual(error(() => normalizeSchema(deep(33, 'string'))), { status: 400, message: 'Schema is nested more than 32 levels deep' });
+  t.notThrows(() => normalizeSchema(deep(32, 'string')));
   t.notThrows(() => normalizeSchema(deep(31, 'string')));
   const schema = normalizeSchema(deep(31, 'string'));
   t.is(checkValue(schema, deep(31, 'x'), 'DEEP').length, 1);

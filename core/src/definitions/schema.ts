@@ -26,7 +26,9 @@ export function normalizeSchema(input: unknown, depth = 0): Schema {
     if (!PRIMITIVES.includes(name)) throw badRequest('Schema has unexpected class');
     return name;
   }
-  if (typeof input !== 'object' || Array.isArray(input) || depth >= MAX_DEPTH) throw badRequest('Schema has unexpected class');
+  if (typeof input !== 'object' || Array.isArray(input)) throw badRequest('Schema has unexpected class');
+  // A bound on the walk, far past any record's shape; a value is checked against it level by level.
+  if (depth >= MAX_DEPTH) throw badRequest(`Schema is nested more than ${MAX_DEPTH} levels deep`);
   const entries = Object.entries(input as Record<string, unknown>);
   if (entries.length === 0) throw badRequest('Schema has unexpected class');
   const out: StructuredSchema = {};
