@@ -1,5 +1,5 @@
 // The rule form: the common constraints and actions as fields, everything else as JSON.
-import { html } from '../lib.js';
+import { html, useState } from '../lib.js';
 import { Check, Select, TextInput, splitList } from '../ui.js';
 
 /** Per constraint type: its operators (if any) and the member holding its list. */
@@ -29,6 +29,20 @@ const ALLOWED = {
   user: ['type', 'attribute', 'predicate', 'value'],
   sentiment: ['type', 'threshold'],
 };
+
+/**
+ * A comma-separated list as the user types it. The rule holds the list, split at every
+ * keystroke so that the JSON stays in step; drawn back from that list, the field would drop a
+ * comma or space the moment it was typed, and "EMAIL, NAME" would become "EMAILNAME". The text
+ * is shown while it still splits into the rule's list; once the list is changed elsewhere (the
+ * JSON editor, another condition type), the list is shown instead.
+ */
+function ListInput({ list, onList, ...rest }) {
+  const items = Array.isArray(list) ? list : [];
+  const [text, setText] = useState(() => items.join(', '));
+  const shown = JSON.stringify(splitList(text)) === JSON.stringify(items) ? text : items.join(', ');
+  return html`<${TextInput} ...${rest} value=${shown} onInput=${(t) => (setText(t), onList(splitList(t)))} />`;
+}
 
 const simple = (c) => Boolean(c && typeof c === 'object' && ALLOWED[c.type] && Object.keys(c).every((k) => ALLOWED[c.type].includes(k)));
 
@@ -62,7 +76,7 @@ function Condition({ index, condition, onChange, onRemove }) {
       <${Select} id=${id('type')} label="Type" value=${condition.type} onChange=${changeType} options=${Object.keys(CONDITIONS)} />
       ${spec.operators ? html`<${Select} id=${id('op')} label="Operator" value=${condition.operator ?? spec.operators[0]} onChange=${(operator) => set({ operator })} options=${spec.operators} />` : null}
       ${spec.list
-        ? html`<${TextInput} id=${id('list')} label=${spec.label} hint=${spec.hint} value=${(condition[spec.list] ?? []).join(', ')} onInput=${(t) => set({ [spec.list]: splitList(t) })} />`
+        ? html`<${ListInput} id=${id('list')} label=${spec.label} hint=${spec.hint} list=${condition[spec.list]} onList=${(list) => set({ [spec.list]: list })} />`
         : null}
       ${condition.type === 'user'
         ? html`<${TextInput} id=${id('attr')} label="Attribute" value=${condition.attribute} onInput=${(attribute) => set({ attribute })} />
@@ -88,7 +102,7 @@ function ActionFields({ action, onChange }) {
     ${t === 'tag' || t === 'entityTag' ? html`<${TextInput} id="action-tag" label="Tag" value=${action.tag} onInput=${(tag) => set({ tag })} />` : null}
     ${t === 'regulation' ? html`<${TextInput} id="action-regulation" label="Regulation" value=${action.regulation} onInput=${(regulation) => set({ regulation })} />` : null}
     ${t === 'prohibition'
-      ? html`<${TextInput} id="action-prohibitions" label="Prohibitions" hint="READ, STORE, UPDATE, DELETE" value=${(action.prohibitions ?? []).join(', ')} onInput=${(x) => set({ prohibitions: splitList(x) })} />`
+      ? html`<${ListInput} id="action-prohibitions" label="Prohibitions" hint="READ, STORE, UPDATE, DELETE" list=${action.prohibitions} onList=${(prohibitions) => set({ prohibitions })} />`
       : null}
     ${t === 'retention'
       ? html`<${TextInput} id="action-days" label="Days since store" type="number" min="0" value=${action.daysSinceStore} onInput=${(x) => set({ daysSinceStore: x === '' ? undefined : Number(x) })} />

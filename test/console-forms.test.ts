@@ -1,0 +1,53 @@
+/**
+ * What an officer types into the console's forms and filters, typed as a person types it (key
+ * by key, not pasted in one go): lists in the rule form, a cleared name in the registry, the
+ * activity log's and the alerts' filters, and the overview's way into the alerts.
+ */
+import test from 'ava';
+import type { Page } from 'playwright-core';
+import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { callVault } from '../core/src/testing/process.js';
+
+let session: ConsoleSession;
+let page: Page;
+
+test.before(async () => {
+  session = await openConsoleSession();
+  page = session.page;
+  for (const key of ['EMAIL', 'NAME']) await callVault(session.vault, 'POST', '/attributes', { key, schema: 'string' });
+  await page.goto(`${session.vault.url}/console`);
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+});
+test.after.always(async () => session?.close());
+
+const ruleJson = async () => JSON.parse(await page.getByLabel('As JSON').inputValue());
+
+test.serial('the rule form keeps a comma-separated list as typed, and the rule gets one item per name', async (t) => {
+  await session.go('rules/new', 'New rule');
+  await page.getByLabel('Key', { exact: true }).fill('contact-read');
+  const attributes = page.getByLabel('Attributes');
+  await attributes.pressSequentially('EMAIL, NAME');
+  t.is(await attributes.inputValue(), 'EMAIL, NAME');
+  t.deepEqual((await ruleJson()).constraint.constraints[0].attributes, ['EMAIL', 'NAME']);
+
+  await page.getByLabel('Action').selectOption('prohibition');
+  const prohibitions = page.getByLabel('Prohibitions');
+  await prohibitions.pressSequentially('READ, DELETE');
+  t.is(await prohibitions.inputValue(), 'READ, DELETE');
+  t.deepEqual((await ruleJson()).action.prohibitions, ['READ', 'DELETE']);
+
+  // A list changed in the JSON is what the field shows.
+  const rule = await ruleJson();
+  rule.constraint.constraints[0].attributes = ['NAME'];
+  await page.getByLabel('As JSON').fill(JSON.stringify(rule, null, 2));
+  t.is(await attributes.inputValue(), 'NAME');
+
+  await page.getByRole('button', { name: 'Create rule' }).click();
+  await page.getByRole('status').filter({ hasText: 'Rule created' }).waitFor();
+  const saved = (await callVault(session.vault, 'GET', '/rules/contact-read')).body.data;
+  t.deepEqual(saved.constraint.constraints[0].attributes, ['NAME']);
+  t.deepEqual(saved.action.prohibitions, ['READ', 'DELETE']);
+  await callVault(session.vault, 'DELETE', '/rules/contact-read');
+});
