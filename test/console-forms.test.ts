@@ -51,3 +51,25 @@ test.serial('the rule form keeps a comma-separated list as typed, and the rule g
   t.deepEqual(saved.action.prohibitions, ['READ', 'DELETE']);
   await callVault(session.vault, 'DELETE', '/rules/contact-read');
 });
+
+test.serial("a definition's cleared name and hint are cleared in the vault", async (t) => {
+  await callVault(session.vault, 'POST', '/attributes', { key: 'PHONE', name: 'Phone number', hint: 'With the country code', schema: 'string' });
+  await session.go('registry', 'Registry');
+  await page.getByRole('button', { name: 'Edit PHONE' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('');
+  await page.getByLabel('Hint', { exact: true }).fill('');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'saved' }).waitFor();
+  await page.getByRole('cell', { name: 'Phone number' }).waitFor({ state: 'detached', timeout: 10_000 });
+  const saved = (await callVault(session.vault, 'GET', '/attributes/PHONE')).body.data;
+  t.is(saved.name ?? null, null);
+  t.is(saved.hint ?? null, null);
+
+  // Saved again unchanged, it stays without them; a name typed in is kept.
+  await page.getByRole('button', { name: 'Edit PHONE' }).click();
+  t.is(await page.getByLabel('Name', { exact: true }).inputValue(), '');
+  await page.getByLabel('Name', { exact: true }).fill('Telephone');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.getByRole('cell', { name: 'Telephone' }).waitFor();
+  t.like((await callVault(session.vault, 'GET', '/attributes/PHONE')).body.data, { name: 'Telephone' });
+});

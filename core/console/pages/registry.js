@@ -142,10 +142,11 @@ const definitions = {
     indexed: Boolean(d.indexed),
     immutable: Boolean(d.immutable),
   }),
+  // An emptied field is sent as null: the vault keeps what a body leaves out.
   toBody: (f) => ({
     key: f.key.trim(),
-    ...(f.name.trim() ? { name: f.name.trim() } : {}),
-    ...(f.hint.trim() ? { hint: f.hint.trim() } : {}),
+    name: f.name.trim() || null,
+    hint: f.hint.trim() || null,
     schema: parseSchema(f.schema),
     tags: splitList(f.tags),
     regulations: splitList(f.regulations),
