@@ -127,6 +127,8 @@ const ORDERS = [
   { value: 'oldest', label: 'Oldest first' },
 ];
 const COUNT = 50;
+/** SEQUENCE:HASH, as `vault activity head` prints it and GET /activity/verify takes it. */
+const HEAD = /^\d{1,15}:[0-9a-f]{64}$/;
 
 function toQuery(f) {
   return { ...f, from: localToIso(f.from), to: localToIso(f.to) };
@@ -156,8 +158,14 @@ export function Activity({ admin, id }) {
   const verify = async () => {
     setError(undefined);
     setChain(undefined);
+    // Kept on paper or in a ticket, a head comes back with spaces or upper-case hex; the
+    // vault's refusal of anything else names its schema, not what a head looks like.
+    const head = keptHead.trim().toLowerCase();
+    if (head && !HEAD.test(head)) {
+      setError(new Error('A kept head is the sequence, a colon and 64 hex digits, as “vault activity head” prints it.'));
+      return;
+    }
     try {
-      const head = keptHead.trim();
       setChain(await get('/activity/verify', head ? { head } : undefined));
       setVersion((v) => v + 1);
     } catch (err) {
