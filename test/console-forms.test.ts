@@ -73,3 +73,56 @@ test.serial("a definition's cleared name and hint are cleared in the vault", asy
   await page.getByRole('cell', { name: 'Telephone' }).waitFor();
   t.like((await callVault(session.vault, 'GET', '/attributes/PHONE')).body.data, { name: 'Telephone' });
 });
+
+test.serial('the activity log is filtered by an application chosen by name, or by the id of one since deleted', async (t) => {
+  const { vault } = session;
+  const admin = (await callVault(vault, 'GET', '/applications/me')).body.data;
+  const billing = (await callVault(vault, 'POST', '/applications', { name: 'billing', attributes: ['EMAIL'] })).body.data;
+  const crm = (await callVault(vault, 'POST', '/applications', { name: 'old-crm', attributes: ['EMAIL'] })).body.data;
+  for (const [app, subject] of [[billing, 'kim'], [crm, 'lee']]) {
+    const res = await callVault(vault, 'POST', '/auditlogs', { eventType: 'STORE', subjectId: subject, applicationId: app.id, data: { attribute: 'EMAIL' } });
+    t.is(res.status, 200);
+  }
+  await callVault(vault, 'DELETE', `/applications/${crm.id}`);
+
+  await session.go('activity', 'Activity log');
+  const table = page.getByRole('region', { name: 'Activity records' });
+  const applied = (id: string) => (r: { url(): string }) => {
+    const url = new URL(r.url());
+    return url.pathname === '/activity' && url.searchParams.get('applicationId') === id;
+  };
+  const apply = async (id: string) => {
+    await Promise.all([page.waitForResponse(applied(id)), page.getByRole('button', { name: 'Apply filters' }).click()]);
+    await table.locator('td[data-label="Application"]').first().waitFor();
+    // Drawn a moment after the answer arrived.
+    await page.waitForTimeout(200);
+    // The application's name; a line under it says who reported for it.
+    return (await table.locator('td[data-label="Application"]').allInnerTexts()).map((cell) => cell.split('\n')[0]);
+  };
+
+  const application = page.getByLabel('Application', { exact: true });
+  const names = [admin.name, 'billing'].sort((a, b) => a.localeCompare(b, 'en'));
+  t.deepEqual(await application.locator('option').allInnerTexts(), ['(any)', ...names, 'Another, by id…']);
+  await application.selectOption({ label: 'billing' });
+  t.deepEqual(await apply(billing.id), ['billing']);
+  await application.selectOption({ label: admin.name });
+  const byAdmin = await apply(admin.id);
+  t.true(byAdmin.length > 0 && byAdmin.every((name) => name === admin.name));
+
+  // The deleted application is in the log under its id, and found by it.
+  await application.selectOption({ label: 'Another, by id…' });
+  await page.getByLabel('Application id').fill(crm.id);
+  t.deepEqual(await apply(crm.id), [crm.id]);
+  await session.shot('activity-application-filter');
+
+  await page.getByRole('button', { name: 'Clear' }).click();
+  t.is(await application.inputValue(), '');
+  t.is(await page.getByLabel('Application id').count(), 0);
+});
+
+test.serial('the activity log says that an attribute is found by its exact key', async (t) => {
+  await session.go('activity', 'Activity log');
+  const attribute = page.getByLabel('Attribute', { exact: true });
+  t.is(await attribute.getAttribute('aria-describedby'), 'f-attribute-hint');
+  t.is(await page.locator('#f-attribute-hint').innerText(), 'Exact key: EMAIL is not email');
+});

@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, getAll } from '../api.js';
-import { clip, ErrorBox, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
+import { clip, ErrorBox, Field, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
@@ -130,6 +130,22 @@ const COUNT = 50;
 /** SEQUENCE:HASH, as `vault activity head` prints it and GET /activity/verify takes it. */
 const HEAD = /^\d{1,15}:[0-9a-f]{64}$/;
 
+/** The Application filter's choice that asks for an id: one of an application since deleted, say. */
+const BY_ID = '\u0000id';
+
+/**
+ * The applications by name, for the Application filter: the log keeps an application's id and
+ * the table shows its name, so an officer looks for the name. A name two applications share is
+ * told apart by the id.
+ */
+function applicationOptions(appNames) {
+  const counts = new Map();
+  for (const name of appNames.values()) counts.set(name, (counts.get(name) ?? 0) + 1);
+  const apps = [...appNames].map(([id, name]) => ({ value: id, label: counts.get(name) > 1 ? `${name} (${id})` : name }));
+  apps.sort((a, b) => a.label.localeCompare(b.label, 'en') || a.value.localeCompare(b.value));
+  return [{ value: '', label: '(any)' }, ...apps, { value: BY_ID, label: 'Another, by id…' }];
+}
+
 function toQuery(f) {
   return { ...f, from: localToIso(f.from), to: localToIso(f.to) };
 }
@@ -143,12 +159,23 @@ export function Activity({ admin, id }) {
   const [highlight, setHighlight] = useState();
   const [version, setVersion] = useState(0);
   const [chain, setChain] = useState();
+  const [appById, setAppById] = useState(false);
   const [keptHead, setKeptHead] = useState('');
   const [status, setStatus] = useState();
   const [error, setError] = useState();
   const appNames = useApplicationNames(admin);
   const rows = useLoad(() => get('/activity', { ...toQuery(filters), page, count: COUNT }), [filters, page, version]);
   const set = (name) => (value) => setForm({ ...form, [name]: value });
+  const chooseApp = (value) => {
+    setAppById(value === BY_ID);
+    setForm({ ...form, applicationId: value === BY_ID ? '' : value });
+  };
+  const clear = () => {
+    setForm(EMPTY);
+    setFilters(EMPTY);
+    setAppById(false);
+    setPage(0);
+  };
 
   const apply = (e) => {
     e.preventDefault();
@@ -190,6 +217,7 @@ export function Activity({ admin, id }) {
   // The record and the one before it: verification cannot tell which of the two was touched.
   const show = (sequence) => {
     setForm({ ...EMPTY, order: 'oldest' });
+    setAppById(false);
     setFilters({ ...EMPTY, order: 'oldest', fromSequence: Math.max(1, sequence - 1), toSequence: sequence });
     setHighlight(sequence);
     setPage(0);
@@ -202,19 +230,28 @@ export function Activity({ admin, id }) {
       <div class="row">
         <${TextInput} id="f-subject" label="Subject" value=${form.subjectId} onInput=${set('subjectId')} />
         <${TextInput} id="f-point" label="Data point" value=${form.dataPointId} onInput=${set('dataPointId')} />
-        <${TextInput} id="f-attribute" label="Attribute" value=${form.attribute} onInput=${set('attribute')} />
+        <${TextInput} id="f-attribute" label="Attribute" hint="Exact key: EMAIL is not email" value=${form.attribute} onInput=${set('attribute')} />
         <${Select} id="f-event" label="Event type" value=${form.eventType} onChange=${set('eventType')} options=${['', 'READ', 'STORE', 'UPDATE', 'DELETE', 'CHANGE']} />
         <${Select} id="f-order" label="Order" value=${form.order} onChange=${set('order')} options=${ORDERS} />
       </div>
       <div class="row">
-        <${TextInput} id="f-app" label="Application" value=${form.applicationId} onInput=${set('applicationId')} />
+        ${appNames.size > 0
+          ? html`<${Field} label="Application" id="f-app" hint=${appById ? 'Its id, as the table shows one no longer registered' : undefined}>
+              <select id="f-app" value=${appById ? BY_ID : form.applicationId} onChange=${(e) => chooseApp(e.currentTarget.value)}>
+                ${applicationOptions(appNames).map((o) => html`<option value=${o.value}>${o.label}</option>`)}
+              </select>
+              ${appById
+                ? html`<input id="f-app-id" aria-label="Application id" value=${form.applicationId} onInput=${(e) => set('applicationId')(e.currentTarget.value)} aria-describedby="f-app-hint" />`
+                : null}
+            </${Field}>`
+          : html`<${TextInput} id="f-app-id" label="Application id" value=${form.applicationId} onInput=${set('applicationId')} />`}
         <${TextInput} id="f-user" label="User" value=${form.applicationUser} onInput=${set('applicationUser')} />
         <${TextInput} id="f-from" label="From (UTC)" type="datetime-local" value=${form.from} onInput=${set('from')} />
         <${TextInput} id="f-to" label="To (UTC)" type="datetime-local" value=${form.to} onInput=${set('to')} />
       </div>
       <div class="actions">
         <button type="submit" class="primary">Apply filters</button>
-        <button type="button" onClick=${() => (setForm(EMPTY), setFilters(EMPTY), setPage(0))}>Clear</button>
+        <button type="button" onClick=${clear}>Clear</button>
         <span class="spacer"></span>
         <button type="button" onClick=${exportCsv}>Export CSV</button>
         <label for="kept-head" class="sr-only">Kept chain head</label>
