@@ -126,3 +126,44 @@ test.serial('the activity log says that an attribute is found by its exact key',
   t.is(await attribute.getAttribute('aria-describedby'), 'f-attribute-hint');
   t.is(await page.locator('#f-attribute-hint').innerText(), 'Exact key: EMAIL is not email');
 });
+
+/** Alerts raised by storing: WARNING ones first, then the one DANGER, so oldest first shows the WARNING ones. */
+async function raiseAlerts(): Promise<void> {
+  const { vault } = session;
+  const rule = (key: string, attribute: string, alertLevel: string) =>
+    callVault(vault, 'POST', '/rules', {
+      key,
+      type: 'data',
+      constraint: { type: 'attribute', operator: 'any', attributes: [attribute] },
+      action: { type: 'alert', alertLevel, message: `${attribute} stored` },
+    });
+  t200((await rule('name-stored', 'NAME', 'WARNING')).status);
+  t200((await rule('email-stored', 'EMAIL', 'DANGER')).status);
+  const encrypt = { 'x-encryption-key': vault.keys.publicKey };
+  for (const subject of ['ann', 'bob', 'cy']) t200((await callVault(vault, 'POST', `/entities/${subject}/attributes`, { data: [{ attribute: 'NAME', value: subject }] }, encrypt)).status);
+  t200((await callVault(vault, 'POST', '/entities/dee/attributes', { data: [{ attribute: 'EMAIL', value: 'dee@example.org' }] }, encrypt)).status);
+}
+function t200(status: number): void {
+  if (status >= 300) throw new Error(`the vault answered ${status}`);
+}
+
+test.serial('the alerts and the activity log say so when From is later than To', async (t) => {
+  await raiseAlerts();
+  for (const [hash, heading, what] of [
+    ['alerts', 'Alerts', 'alert'],
+    ['activity', 'Activity log', 'record'],
+  ]) {
+    await session.go(hash, heading);
+    await page.getByLabel('From (UTC)').fill('2030-01-02T00:00');
+    await page.getByLabel('To (UTC)').fill('2030-01-01T00:00');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const warning = page.getByRole('status').filter({ hasText: `From is later than To: no ${what} can match.` });
+    await warning.waitFor();
+    if (hash === 'alerts') await session.shot('alerts-from-after-to');
+    await page.getByLabel('To (UTC)').fill('2030-01-03T00:00');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await warning.waitFor({ state: 'detached' });
+    t.pass(hash);
+  }
+});
+

@@ -214,6 +214,11 @@ export function download(name, type, content) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+/** Said over a list filtered From a time later than To: otherwise it looks as if nothing happened. */
+export function RangeWarning({ from, to, what = 'record' }) {
+  return from && to && from > to ? html`<${Notice} kind="warn">From is later than To: no ${what} can match.</${Notice}>` : null;
+}
+
 /** `<input type=datetime-local>` (taken as UTC) to ISO 8601. */
 export function localToIso(value) {
   return value ? `${value.length === 16 ? `${value}:00` : value}Z` : undefined;

@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, getAll } from '../api.js';
-import { clip, ErrorBox, Field, localToIso, Loading, Notice, PageTitle, Pager, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
+import { clip, ErrorBox, Field, localToIso, Loading, Notice, PageTitle, Pager, RangeWarning, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
@@ -265,9 +265,7 @@ export function Activity({ admin, id }) {
     ${filters.toSequence
       ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button></${Notice}>`
       : null}
-    ${filters.from && filters.to && filters.from > filters.to
-      ? html`<${Notice} kind="warn">From is later than To: no record can match.</${Notice}>`
-      : null}
+    <${RangeWarning} from=${filters.from} to=${filters.to} />
     <${ErrorBox} error=${rows.error} admin=${!admin} />
     ${rows.loading && !rows.data ? html`<${Loading} />` : null}
     ${rows.data

@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, seg } from '../api.js';
-import { ErrorBox, Level, localToIso, Loading, PageTitle, Pager, Select, subjectLink, Table, TextInput, useLoad, when } from '../ui.js';
+import { ErrorBox, Level, localToIso, Loading, PageTitle, Pager, RangeWarning, Select, subjectLink, Table, TextInput, useLoad, when } from '../ui.js';
 
 const LEVELS = ['', 'NORMAL', 'INFO', 'WARNING', 'DANGER', 'SUCCESS', 'NEUTRAL'];
 const COUNT = 50;
@@ -41,6 +41,7 @@ export function Alerts({ admin }) {
         <button type="button" onClick=${() => (setForm(EMPTY), setFilters(EMPTY), setPage(0))}>Clear</button>
       </div>
     </form>
+    <${RangeWarning} from=${filters.from} to=${filters.to} what="alert" />
     <${ErrorBox} error=${alerts.error} admin=${!admin} />
     ${alerts.loading && !alerts.data ? html`<${Loading} />` : null}
     ${alerts.data
