@@ -167,3 +167,23 @@ test.serial('the alerts and the activity log say so when From is later than To',
   }
 });
 
+test.serial("the overview's count of an alert level opens the alerts of that level", async (t) => {
+  await session.go('overview', 'Overview');
+  const danger = page.locator('.levels li').filter({ hasText: 'DANGER' }).getByRole('link');
+  t.is(await danger.innerText(), '1');
+  t.is(await danger.getAttribute('aria-label'), '1 DANGER alerts');
+  await danger.click();
+  await page.getByRole('heading', { level: 1, name: 'Alerts' }).waitFor();
+  t.is(new URL(page.url()).hash, '#/alerts/DANGER');
+  t.is(await page.getByLabel('Level').inputValue(), 'DANGER');
+  const alerts = page.getByRole('region', { name: 'Alerts' });
+  await alerts.getByRole('cell', { name: 'EMAIL stored' }).waitFor();
+  t.deepEqual(await alerts.locator('td[data-label="Level"]').allInnerTexts(), ['DANGER']);
+  await session.shot('alerts-from-overview');
+
+  // The navigation's Alerts, from there: every level again.
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Alerts' }).click();
+  await alerts.getByRole('cell', { name: 'NAME stored' }).first().waitFor();
+  t.is(await page.getByLabel('Level').inputValue(), '');
+  t.is(await alerts.locator('td[data-label="Level"]').count(), 4);
+});

@@ -1,5 +1,5 @@
 import { html } from '../lib.js';
-import { get } from '../api.js';
+import { get, seg } from '../api.js';
 import { ErrorBox, Level, Loading, PageTitle, Table, useLoad, when } from '../ui.js';
 import { ChainState } from './chain.js';
 import { activityColumns, useApplicationNames } from './activity.js';
@@ -39,7 +39,7 @@ export function Overview({ admin }) {
             <h2 id="alerts-24h">Alerts, last 24 hours</h2>
             ${s.alertsLast24Hours
               ? html`<ul class="levels">
-                  ${Object.entries(s.alertsLast24Hours).map(([level, n]) => html`<li><${Level} level=${level} /> <a href="#/alerts">${n}</a></li>`)}
+                  ${Object.entries(s.alertsLast24Hours).map(([level, n]) => html`<li><${Level} level=${level} /> <a href=${`#/alerts/${seg(level)}`} aria-label=${`${n} ${level} alerts`}>${n}</a></li>`)}
                 </ul>`
               : html`<p class="muted">Alerts are shown to administrators only.</p>`}
           </section>
