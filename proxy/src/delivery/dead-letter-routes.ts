@@ -54,8 +54,20 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deadLetters: Dead
     }
   });
 
-  app.post<{ Body: { ids?: unknown } | null | undefined }>('/deadletters/replay', async (request, reply) => {
-    const ids = request.body?.ids;
+  // No body means every dead letter, so a body that is not exactly `{"ids": [...]}` or `{}` is
+  // refused rather than read as none: `{"id": [...]}` or `[...]` replayed them all. Checked by
+  // hand, not by a route schema: Fastify's default Ajv drops unknown members and coerces a
+  // string to an array, which would let both mistakes through.
+  app.post<{ Body: unknown }>('/deadletters/replay', async (request, reply) => {
+    const body = request.body;
+    if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
+      return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: replayBodyMessage });
+    }
+    const stray = body === undefined ? undefined : Object.keys(body).find((key) => key !== 'ids');
+    if (stray !== undefined) {
+      return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: `unknown member ${JSON.stringify(stray)}: ${replayBodyMessage}` });
+    }
+    const ids = (body as { ids?: unknown } | undefined)?.ids;
     if (ids !== undefined && (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string'))) {
       return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: 'ids must be an array of dead-letter ids or eventIds' });
     }
@@ -69,6 +81,8 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deadLetters: Dead
     }
   });
 }
+
+const replayBodyMessage = 'the body must be {"ids": [...]} to replay those dead letters, or empty or {} to replay all';
 
 /** Values are shown only when asked for: a listing is for finding out what went wrong, not for reading data. */
 function parseValues(raw: string | undefined): boolean | undefined {

@@ -136,6 +136,48 @@ test('replay of everything, discard, and the API refusing bad input', async (t) 
   t.deepEqual(vault.recordedIds(), [body.accepted[0], body.accepted[2], body.accepted[3]].map((a) => a.eventId));
 });
 
+test('replay refuses a mistyped body instead of replaying every dead letter; {} still replays all', async (t) => {
+  const prefix = uniquePrefix('replay-body');
+  const vault = new FakeVault({ poison: (e) => (e.subjectId?.startsWith('bad') ? 'bad subject' : undefined) });
+  await vault.start();
+  const sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, batchSize: 50 });
+  t.teardown(async () => {
+    await sidecar.close();
+    await vault.stop();
+    await cleanupRedis(prefix);
+  });
+  await postEvents(sidecar.url, [makeEvent(0, { subjectId: 'bad-1' }), makeEvent(1, { subjectId: 'bad-2' })]);
+  const listed = await waitFor(async () => {
+    const r = await getJson(`${sidecar.url}/deadletters`);
+    return r.body.total === 2 ? r.body : undefined;
+  }, { message: 'two dead letters' });
+  vault.poison = undefined;
+
+  const replay = (body: string) =>
+    getJson(`${sidecar.url}/deadletters/replay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const shape = 'the body must be {"ids": [...]} to replay those dead letters, or empty or {} to replay all';
+  const refusals: [string, string][] = [
+    [JSON.stringify({ id: [listed.items[0].id] }), `unknown member "id": ${shape}`],
+    [JSON.stringify({ ids: [listed.items[0].id], all: true }), `unknown member "all": ${shape}`],
+    ['[]', shape],
+    [JSON.stringify([listed.items[0].id]), shape],
+    ['null', shape],
+    ['"all"', shape],
+    ['1', shape],
+  ];
+  for (const [body, message] of refusals) {
+    const answer = await replay(body);
+    t.is(answer.status, 400, body);
+    t.deepEqual(answer.body, { statusCode: 400, error: 'Bad Request', message }, body);
+  }
+  t.is((await getJson(`${sidecar.url}/deadletters`)).body.total, 2, 'nothing replayed by a refused body');
+
+  const all = await replay('{}');
+  t.is(all.status, 200);
+  t.deepEqual(all.body.replayed.map((r: { eventId: string }) => r.eventId), listed.items.map((i: { eventId: string }) => i.eventId));
+  await waitFor(() => vault.records.length === 2, { message: 'replayed events recorded' });
+});
+
 test('jobs left active by a crashed worker are claimed and delivered first, oldest first', async (t) => {
   const { vault, queue, all, startSidecar } = await queueLeftByCrashedWorker(t, 'orphans', { jobs: 6, eventsPerJob: 3, taken: 3 });
   t.is((await queue.getActiveCount()), 3);
