@@ -90,8 +90,9 @@ export class AlertService {
   publish(alerts: Alert[]): void {
     for (const alert of alerts) {
       // Entity ids are caller-chosen and may themselves be personal data: the log names the
-      // rule, the attribute and the point, and the alert id leads to the rest.
-      const line = { alertId: alert.id, ruleKey: alert.ruleKey, level: alert.level, eventType: alert.eventType, attribute: alert.attribute, dataPointId: alert.dataPointId };
+      // rule, the attribute and the point, and the alert id leads to the rest. `level` is
+      // pino's own: a second one made the line carry two, and filtering by level broke.
+      const line = { alertId: alert.id, ruleKey: alert.ruleKey, alertLevel: alert.level, eventType: alert.eventType, attribute: alert.attribute, dataPointId: alert.dataPointId };
       if (alert.level === 'DANGER' || alert.level === 'WARNING') this.logger.warn(line, `rule alert: ${alert.message}`);
       else this.logger.info(line, `rule alert: ${alert.message}`);
       this.webhooks.send(alert.id, alert);
