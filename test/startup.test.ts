@@ -78,12 +78,15 @@ test('invalid configuration stops the start with a message naming the setting, b
     [{ VAULT_ENCRYPTION_PUBLIC_KEY: testKeyPair().privateKey }, 'VAULT_ENCRYPTION_PUBLIC_KEY holds a private key: give the public key only, the vault must never hold a private key'],
     [{ VAULT_TLS_CERT: join(dataDir, 'nope.crt'), VAULT_TLS_KEY: join(dataDir, 'nope.key') }, `VAULT_TLS_CERT names no readable file: ${join(dataDir, 'nope.crt')}`],
     [{ VAULT_HOST: 'no-such-host.invalid' }, 'VAULT_HOST "no-such-host.invalid" does not resolve to an address'],
+    [{ VAULT_DB: 'sqlite:' }, 'VAULT_DB must be sqlite:<path>, with the path of the database file; the path is empty'],
+    [{ VAULT_DB: `sqlite:${dataDir}` }, `VAULT_DB must name the database file, not a directory: ${dataDir}`],
+    [{ VAULT_DB: 'postgres://vault:pgpassword@:5432/vault' }, 'VAULT_DB is not a URL PostgreSQL can be reached by: postgres://user:password@host:port/database'],
   ];
   for (const [env, message] of cases) {
     const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_ADMIN_API_KEY: '', ...env });
     t.is(await vault.exited, 2, message);
     t.is(vault.output().trim(), `Invalid configuration: ${message}`);
-    for (const secret of [shortIndexKey, passphrase, 'hookpassword', 'admin key with a space', 'bell_0123456789', 'admin_kéy']) {
+    for (const secret of [shortIndexKey, passphrase, 'hookpassword', 'pgpassword', 'admin key with a space', 'bell_0123456789', 'admin_kéy']) {
       t.false(vault.output().includes(secret), `${message} repeats a secret`);
     }
   }

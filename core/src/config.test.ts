@@ -1,5 +1,6 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { ConfigError, loadConfig } from './config.js';
 
 test('VAULT_ALERT_WEBHOOKS and its secret are read with the rest of the configuration', (t) => {
@@ -41,6 +42,26 @@ test('VAULT_ADMIN_API_KEY follows the rule for every API key', (t) => {
     t.throws(() => loadConfig({ VAULT_ADMIN_API_KEY: bad }), {
       instanceOf: ConfigError,
       message: 'VAULT_ADMIN_API_KEY must be 16 to 512 characters of printable ASCII, without spaces',
+    });
+  }
+});
+
+test('VAULT_DB: an empty sqlite path, a directory or an unreadable postgres URL is refused here, not when opened', (t) => {
+  t.is(loadConfig({ VAULT_DB: 'sqlite:/var/lib/vault/vault.db' }).db, 'sqlite:/var/lib/vault/vault.db');
+  t.is(loadConfig({ VAULT_DB: 'sqlite::memory:' }).db, 'sqlite::memory:');
+  // No host: pg falls back to PGHOST or localhost, as libpq does.
+  t.is(loadConfig({ VAULT_DB: 'postgres:///vault' }).db, 'postgres:///vault');
+  t.is(loadConfig({ VAULT_DB: 'postgres://vault:pw@db.internal:5432/vault?sslmode=require' }).db, 'postgres://vault:pw@db.internal:5432/vault?sslmode=require');
+  for (const db of ['sqlite:', 'sqlite:  ']) {
+    t.throws(() => loadConfig({ VAULT_DB: db }), { instanceOf: ConfigError, message: 'VAULT_DB must be sqlite:<path>, with the path of the database file; the path is empty' });
+  }
+  t.throws(() => loadConfig({ VAULT_DB: 'sqlite:/var/lib/vault/' }), { instanceOf: ConfigError, message: 'VAULT_DB must name the database file, not a directory: /var/lib/vault/' });
+  const dir = tmpdir();
+  t.throws(() => loadConfig({ VAULT_DB: `sqlite:${dir}` }), { instanceOf: ConfigError, message: `VAULT_DB must name the database file, not a directory: ${dir}` });
+  for (const db of ['postgres://vault:s3cret@:5432/vault', 'postgres://vault:s3cret@db.internal:99999/vault']) {
+    t.throws(() => loadConfig({ VAULT_DB: db }), {
+      instanceOf: ConfigError,
+      message: 'VAULT_DB is not a URL PostgreSQL can be reached by: postgres://user:password@host:port/database',
     });
   }
 });

@@ -3,10 +3,11 @@
  * and a bad value stops the process with a message naming the variable.
  */
 import { createPrivateKey } from 'node:crypto';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import pg from 'pg';
 import { parsePublicKeyHeader } from './crypto/keys.js';
 import { isUsableApiKey, MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './applications/api-key.js';
 
@@ -177,12 +178,44 @@ function readable(path: string): boolean {
   }
 }
 
+/**
+ * What would fail only on opening the database, after index.key and the data directory were
+ * made. A postgres:// URL without a host is left alone: pg then uses PGHOST or localhost,
+ * as libpq does.
+ */
+function checkDatabase(db: string): void {
+  if (db.startsWith('sqlite:')) {
+    const path = db.slice('sqlite:'.length);
+    if (path.trim() === '') throw new ConfigError('VAULT_DB must be sqlite:<path>, with the path of the database file; the path is empty');
+    if (path !== ':memory:' && (/[/\\]$/.test(path) || isDirectory(path))) {
+      throw new ConfigError(`VAULT_DB must name the database file, not a directory: ${path}`);
+    }
+    return;
+  }
+  try {
+    // Parses the URL as connecting will, without connecting.
+    new pg.Client({ connectionString: db });
+  } catch {
+    // Never the URL itself: it may hold the password.
+    throw new ConfigError('VAULT_DB is not a URL PostgreSQL can be reached by: postgres://user:password@host:port/database');
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 export function loadConfig(env: Env = process.env): VaultConfig {
   const dataDir = resolve(env.VAULT_DATA_DIR || './data');
   const db = env.VAULT_DB || `sqlite:${resolve(dataDir, 'vault.db')}`;
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(db)) {
     throw new ConfigError('VAULT_DB must be sqlite:<path> or a postgres:// URL');
   }
+  checkDatabase(db);
   const adminApiKey = env.VAULT_ADMIN_API_KEY || undefined;
   if (adminApiKey !== undefined && !isUsableApiKey(adminApiKey)) {
     throw new ConfigError(`VAULT_ADMIN_API_KEY must be ${MIN_API_KEY_LENGTH} to ${MAX_API_KEY_LENGTH} characters of printable ASCII, without spaces`);
