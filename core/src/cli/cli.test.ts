@@ -238,6 +238,33 @@ test('deadletters sends the sidecar ingest token from the environment and asks f
   ]);
 });
 
+test('deadletters: a sidecar it cannot reach is named with how to point elsewhere; SIDECAR_PORT sets the default', async (t) => {
+  const { createServer } = await import('node:http');
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"offset":0,"limit":100,"total":0,"items":[]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const viaEnv = io({ SIDECAR_PORT: String(port) });
+  t.is(await runCli(['deadletters'], viaEnv.io), 0, 'found at SIDECAR_PORT without --sidecar');
+  t.deepEqual(viaEnv.err, []);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+
+  // The port is free again: nothing answers there.
+  const how = 'is it running there? Name its address with --sidecar URL, or its port with SIDECAR_PORT';
+  const closed = io({ SIDECAR_PORT: String(port) });
+  t.is(await runCli(['deadletters'], closed.io), 1);
+  t.deepEqual(closed.err, [`Failed: could not reach the sidecar at http://127.0.0.1:${port} (ECONNREFUSED): ${how}`]);
+  const named = io();
+  t.is(await runCli(['deadletters', '--replay', '--sidecar', `http://127.0.0.1:${port}/`], named.io), 1);
+  t.deepEqual(named.err, [`Failed: could not reach the sidecar at http://127.0.0.1:${port} (ECONNREFUSED): ${how}`]);
+
+  const badPort = io({ SIDECAR_PORT: 'eighty' });
+  t.is(await runCli(['deadletters'], badPort.io), 2);
+  t.deepEqual(badPort.err, ['Invalid configuration: SIDECAR_PORT must be an integer from 1 to 65535, got "eighty" (or name the sidecar with --sidecar URL)']);
+});
+
 test('PostgreSQL: a backup that fails leaves the file already under its name as it was', async (t) => {
   const database = await createPostgresDatabase();
   t.teardown(() => database.drop());

@@ -8,6 +8,7 @@ import { applicationCommands } from './applications.js';
 import { keyCommands } from './keys.js';
 import { activityCommands } from './activity.js';
 import { backupCommands } from './backup.js';
+import { ConfigError } from '../config.js';
 
 export type { Command, Io } from './command.js';
 
@@ -39,20 +40,40 @@ export const commands: Record<string, Command> = {
 
   deadletters: {
     summary: "List a sidecar's dead letters, or replay them",
-    usage: 'vault deadletters [--sidecar URL] [--values] [--replay]  (sends SIDECAR_INGEST_TOKEN when set)',
+    usage: 'vault deadletters [--sidecar URL] [--values] [--replay]  (URL defaults to http://127.0.0.1:$SIDECAR_PORT, else :8084; sends SIDECAR_INGEST_TOKEN when set)',
     options: {
-      sidecar: { type: 'string', default: 'http://127.0.0.1:8084' },
+      sidecar: { type: 'string' },
       replay: { type: 'boolean', default: false },
       values: { type: 'boolean', default: false },
     },
     async run({ values }, io) {
-      const base = String(values.sidecar).replace(/\/$/, '');
+      const base = (values.sidecar === undefined ? defaultSidecarUrl(io.env) : String(values.sidecar)).replace(/\/$/, '');
       const token = io.env.SIDECAR_INGEST_TOKEN?.trim();
       const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-      const res = values.replay
-        ? await fetch(`${base}/deadletters/replay`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: '{}' })
-        : await fetch(`${base}/deadletters${values.values ? '?values=true' : ''}`, { headers: auth });
+      const url = values.replay ? `${base}/deadletters/replay` : `${base}/deadletters${values.values ? '?values=true' : ''}`;
+      let res: Response;
+      try {
+        res = values.replay
+          ? await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: '{}' })
+          : await fetch(url, { headers: auth });
+      } catch (err) {
+        // fetch says only "fetch failed": the operator needs to know where it looked.
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        const why = cause?.code ?? cause?.message ?? (err as Error).message;
+        throw new Error(`could not reach the sidecar at ${base} (${why}): is it running there? Name its address with --sidecar URL, or its port with SIDECAR_PORT`);
+      }
       io.out(JSON.stringify(await res.json(), null, 2));
       return res.ok ? 0 : 1;
     },
-  },};
+  },
+};
+
+/** Where the sidecar listens when started from the same environment (proxy/src/config.ts). */
+function defaultSidecarUrl(env: NodeJS.ProcessEnv): string {
+  const raw = env.SIDECAR_PORT?.trim();
+  if (raw === undefined || raw === '') return 'http://127.0.0.1:8084';
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) {
+    throw new ConfigError(`SIDECAR_PORT must be an integer from 1 to 65535, got "${raw}" (or name the sidecar with --sidecar URL)`);
+  }
+  return `http://127.0.0.1:${Number(raw)}`;
+}
