@@ -67,6 +67,23 @@ test.serial('partial acceptance: good events are taken, bad ones named by index 
   ]);
 });
 
+test.serial('a timestamp the vault would refuse (year 10000, or days ahead) is refused here, not queued to become a dead letter', async (t) => {
+  const answer = await postEvents(sidecar.url, [
+    { eventType: 'READ', applicationId: 'app', dataPointId: 'dp-y10k', timestamp: 253402300800000 },
+    { eventType: 'READ', applicationId: 'app', dataPointId: 'dp-ahead', timestamp: new Date(Date.now() + 2 * 24 * 60 * 60 * 1000).toISOString() },
+  ]);
+  t.is(answer.status, 400);
+  t.deepEqual(answer.body, {
+    accepted: [],
+    rejected: [
+      { index: 0, message: 'event 0: field "timestamp" must fall in the years 0000 to 9999 (UTC), as the vault takes it' },
+      { index: 1, message: 'event 1: field "timestamp" is more than a day in the future, which the vault refuses' },
+    ],
+  });
+  const jobs = await queue.getJobs(['waiting', 'active']);
+  t.false(jobs.some((j) => j.data.events.some((e) => e.dataPointId === 'dp-y10k' || e.dataPointId === 'dp-ahead')), 'nothing queued');
+});
+
 test.serial('400 with the same shape when nothing is accepted', async (t) => {
   const answer = await postEvents(sidecar.url, [{ eventType: 'NOPE', applicationId: 'a' }, 42]);
   t.is(answer.status, 400);

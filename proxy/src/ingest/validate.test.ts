@@ -60,6 +60,11 @@ const cases: [string, unknown, string][] = [
   ['impossible date', { ...read, timestamp: '2023-02-29T00:00:00Z' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
   ['fractional epoch', { ...read, timestamp: 1714564800000.5 }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
   ['epoch past what a date holds', { ...read, timestamp: 9e15 }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],
+  ['epoch in the year 10000', { ...read, timestamp: 253402300800000 }, 'event 0: field "timestamp" must fall in the years 0000 to 9999 (UTC), as the vault takes it'],
+  ['epoch before the year 0000', { ...read, timestamp: -62167219200001 }, 'event 0: field "timestamp" must fall in the years 0000 to 9999 (UTC), as the vault takes it'],
+  ['ISO date past 9999 in UTC', { ...read, timestamp: '9999-12-31T23:30:00-01:00' }, 'event 0: field "timestamp" must fall in the years 0000 to 9999 (UTC), as the vault takes it'],
+  ['ISO date before 0000 in UTC', { ...read, timestamp: '0000-01-01T00:30:00+01:00' }, 'event 0: field "timestamp" must fall in the years 0000 to 9999 (UTC), as the vault takes it'],
+  ['a timestamp years ahead', { ...read, timestamp: '2999-01-01T00:00:00Z' }, 'event 0: field "timestamp" is more than a day in the future, which the vault refuses'],
   ['applicationUser not string', { ...read, applicationUser: 1 }, 'event 0: field "applicationUser" must be a string'],
   ['dataStoreName not string', { ...read, dataStoreName: {} }, 'event 0: field "dataStoreName" must be a string'],
   ['dataStoreServer not string', { ...read, dataStoreServer: true }, 'event 0: field "dataStoreServer" must be a string'],
@@ -75,6 +80,19 @@ for (const [name, event, message] of cases) {
     t.is(messageFor(event), message);
   });
 }
+
+test('a timestamp is taken up to a day ahead of acceptance, and from 0000 to 9999, as the vault takes it', (t) => {
+  const now = new Date('2024-05-01T12:00:00Z');
+  const day = 24 * 60 * 60 * 1000;
+  const verdict = (timestamp: unknown) => prepareBatch([{ ...read, timestamp }], now).rejected[0]?.message ?? 'accepted';
+  t.is(verdict(now.getTime() + day), 'accepted');
+  t.is(verdict('2024-05-02T14:00:00+02:00'), 'accepted', 'exactly a day ahead, given with an offset');
+  t.is(verdict(now.getTime() + day + 1), 'event 0: field "timestamp" is more than a day in the future, which the vault refuses');
+  t.is(verdict('2024-05-02T12:00:00.001Z'), 'event 0: field "timestamp" is more than a day in the future, which the vault refuses');
+  t.is(verdict('0000-01-01T00:00:00Z'), 'accepted');
+  t.is(verdict(-62167219200000), 'accepted');
+  t.is(prepareBatch([{ ...read, timestamp: -62167219200000 }], now).events[0].timestamp, '0000-01-01T00:00:00.000Z');
+});
 
 test('messages carry the index of the event in the request', (t) => {
   const outcome = prepareBatch([read, { ...read, applicationId: 1 }, store, { eventType: 'STORE', applicationId: 'a' }]);

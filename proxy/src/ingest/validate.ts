@@ -128,7 +128,27 @@ function checkStringArray(value: unknown, field: string): Validation | undefined
   return undefined;
 }
 
-export function validateEvent(raw: unknown): Validation {
+/**
+ * The vault's bounds on an event's time (parseTimestamp in core/src/audit/events.ts): it keeps
+ * the UTC form, which must have a four-digit year, and refuses more than a day ahead of its
+ * clock. Time only moves on while an event waits in the queue, so what passes here at
+ * acceptance still passes when delivered.
+ */
+const FIRST_MS = Date.parse('0000-01-01T00:00:00.000Z');
+const PAST_LAST_MS = Date.parse('9999-12-31T23:59:59.999Z') + 1;
+const FUTURE_TOLERANCE_MS = 24 * 60 * 60 * 1000;
+
+function checkTimestamp(timestamp: unknown, now: number): Validation | undefined {
+  const valid = typeof timestamp === 'number' ? isEpochMillis(timestamp) : typeof timestamp === 'string' && isIsoDateTime(timestamp);
+  if (!valid) return fail('timestamp', 'must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds');
+  const ms = typeof timestamp === 'number' ? timestamp : Date.parse(timestamp as string);
+  if (ms < FIRST_MS || ms >= PAST_LAST_MS) return fail('timestamp', 'must fall in the years 0000 to 9999 (UTC), as the vault takes it');
+  if (ms > now + FUTURE_TOLERANCE_MS) return fail('timestamp', 'is more than a day in the future, which the vault refuses');
+  return undefined;
+}
+
+/** `now` (epoch ms) is the acceptance time a timestamp may be at most a day ahead of. */
+export function validateEvent(raw: unknown, now: number = Date.now()): Validation {
   if (!isPlainObject(raw)) return fail('(event)', 'must be a JSON object');
   for (const key of Object.keys(raw)) {
     if (!topLevel.has(key)) return fail(key, 'is not a known field');
@@ -158,9 +178,8 @@ export function validateEvent(raw: unknown): Validation {
   }
 
   if (raw.timestamp !== undefined) {
-    const { timestamp } = raw;
-    const valid = typeof timestamp === 'number' ? isEpochMillis(timestamp) : typeof timestamp === 'string' && isIsoDateTime(timestamp);
-    if (!valid) return fail('timestamp', 'must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds');
+    const p = checkTimestamp(raw.timestamp, now);
+    if (p) return p;
   }
 
   if (raw.location !== undefined) {
@@ -247,7 +266,7 @@ export function prepareBatch(body: unknown, now: Date = new Date()): IngestOutco
   const outcome: IngestOutcome = { events: [], accepted: [], rejected: [] };
   const stampedAt = now.toISOString();
   items.forEach((item, index) => {
-    const v = validateEvent(item);
+    const v = validateEvent(item, now.getTime());
     if (!v.ok) {
       outcome.rejected.push({ index, message: describeProblem(index, v) });
       return;
