@@ -11,6 +11,8 @@ function messageFor(event: unknown): string {
 
 test('valid events of every type pass', (t) => {
   t.true(validateEvent(store).ok);
+  // 512 characters, as the vault counts them: 1,024 UTF-16 units.
+  t.true(validateEvent({ ...store, subjectId: '😀'.repeat(512) }).ok);
   t.true(validateEvent(read).ok);
   t.true(validateEvent({ ...read, eventType: 'DELETE' }).ok);
   t.true(
@@ -44,6 +46,8 @@ const cases: [string, unknown, string][] = [
   ['DELETE without dataPointId', { ...read, eventType: 'DELETE', dataPointId: undefined }, 'event 0: field "dataPointId" is required for DELETE events'],
   ['STORE without subjectId', { ...store, subjectId: undefined }, 'event 0: field "subjectId" is required for STORE events'],
   ['subjectId of wrong type', { ...read, subjectId: 12 }, 'event 0: field "subjectId" must be a string'],
+  ['subjectId with a control character', { ...store, subjectId: 'ctl\u0001x' }, 'event 0: field "subjectId" must not contain control characters'],
+  ['subjectId of 513 emoji', { ...store, subjectId: '😀'.repeat(513) }, 'event 0: field "subjectId" must be at most 512 characters'],
   ['STORE without data', { ...store, data: undefined }, 'event 0: field "data.attribute" is required for STORE events'],
   ['STORE without attribute', { ...store, data: { value: 1 } }, 'event 0: field "data.attribute" is required for STORE events'],
   ['data not an object', { ...read, data: 'x' }, 'event 0: field "data" must be an object'],

@@ -72,11 +72,20 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function characters(text: string): number {
+  let count = 0;
+  for (const _ of text) count += 1;
+  return count;
+}
+
 function checkId(value: unknown, field: string, required: boolean): Validation | undefined {
   if (value === undefined) return required ? fail(field, 'is required') : undefined;
   if (typeof value !== 'string') return fail(field, 'must be a string');
   if (value.length === 0) return fail(field, 'must not be empty');
-  if (value.length > maxIdLength) return fail(field, `must be at most ${maxIdLength} characters`);
+  // Characters, as the vault's schemas count them: an emoji is one, not its two UTF-16 halves.
+  if (value.length > maxIdLength && characters(value) > maxIdLength) return fail(field, `must be at most ${maxIdLength} characters`);
   return undefined;
 }
 
@@ -169,7 +178,9 @@ export function validateEvent(raw: unknown, now: number = Date.now()): Validatio
       : checkId(raw.dataPointId, 'dataPointId', false)) ??
     (raw.subjectId === undefined && isStore
       ? fail('subjectId', 'is required for STORE events')
-      : checkId(raw.subjectId, 'subjectId', false));
+      : checkId(raw.subjectId, 'subjectId', false)) ??
+    // The vault's rule for entity ids, which a subject named here may become there.
+    (typeof raw.subjectId === 'string' && CONTROL.test(raw.subjectId) ? fail('subjectId', 'must not contain control characters') : undefined);
   if (problem) return problem;
 
   for (const field of optionalStrings) {
