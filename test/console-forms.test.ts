@@ -187,3 +187,29 @@ test.serial("the overview's count of an alert level opens the alerts of that lev
   t.is(await page.getByLabel('Level').inputValue(), '');
   t.is(await alerts.locator('td[data-label="Level"]').count(), 4);
 });
+
+test.serial('a search by value held by more points than it reads says the list is cut; a missing rule leads back', async (t) => {
+  t.is((await callVault(session.vault, 'POST', '/attributes', { key: 'CITY', schema: 'string', indexed: true, repeatable: true })).status, 201);
+  const data = Array.from({ length: 1001 }, () => ({ attribute: 'CITY', value: 'Leeds' }));
+  t.is((await callVault(session.vault, 'POST', '/entities/many-1/attributes', { data }, { 'x-encryption-key': session.vault.keys.publicKey })).status, 200);
+  t.is((await callVault(session.vault, 'POST', '/entities/few-1/attributes', { data: [{ attribute: 'CITY', value: 'York' }] }, { 'x-encryption-key': session.vault.keys.publicKey })).status, 200);
+  await session.go('subjects', 'Data subjects');
+  const search = async (value: string) => {
+    await page.getByLabel('Attribute', { exact: true }).fill('CITY');
+    await page.getByLabel('Value', { exact: true }).fill(value);
+    await page.getByRole('button', { name: 'Search' }).click();
+  };
+  await search('Leeds');
+  const found = page.getByRole('region', { name: 'Subjects matching the value' });
+  await found.getByRole('link', { name: 'many-1' }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'Only the first 1000 points holding this value were read: more hold it, and other subjects may too.' }).waitFor();
+  await session.shot('search-cut');
+  await search('York');
+  await found.getByRole('link', { name: 'few-1' }).waitFor();
+  t.is(await page.getByText('Only the first 1000 points').count(), 0, 'a whole list says nothing');
+
+  await session.go('rules/no-such-rule', 'no-such-rule');
+  await page.getByRole('alert').filter({ hasText: '404' }).waitFor();
+  await page.getByRole('link', { name: '← Rules' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Rules' }).waitFor();
+});

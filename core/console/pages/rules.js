@@ -112,7 +112,7 @@ export function RuleEditor({ id, admin }) {
   };
 
   const title = isNew ? 'New rule' : html`Rule <span class="mono">${id}</span>`;
-  if (loadError) return html`<section><${PageTitle}>${title}</${PageTitle}><${ErrorBox} error=${loadError} /></section>`;
+  if (loadError) return html`<section><${PageTitle} sub=${html`<a href="#/rules">← Rules</a>`}>${title}</${PageTitle}><${ErrorBox} error=${loadError} admin=${!admin} /></section>`;
   if (!rule) return html`<section><${PageTitle}>${title}</${PageTitle}><${Loading} /></section>`;
   if (deleted) return html`<section><${PageTitle}>${title}</${PageTitle}><${Notice}>${notice}</${Notice}><p><a href="#/rules">Back to the rules</a></p></section>`;
   return html`<section>

@@ -4,6 +4,8 @@ import { ErrorBox, Loading, Notice, PageTitle, Pager, subjectLink, Table, TextIn
 export { Subject } from './subject.js';
 
 const COUNT = 25;
+/** Points a search by value reads; a value this common is better narrowed than paged through. */
+const SEARCH_LIMIT = 1000;
 
 /** Leaf paths of a schema (`CONTACT.email`), which is what blind indexes are kept for. */
 function indexedPaths(definitions) {
@@ -46,10 +48,10 @@ export function Subjects() {
       return;
     }
     try {
-      const points = await search({ values: [{ attribute: attribute.trim(), value }] }, 0, 1000);
+      const points = await search({ values: [{ attribute: attribute.trim(), value }] }, 0, SEARCH_LIMIT);
       const subjects = new Map();
       for (const p of points) subjects.set(p.subjectId, [...(subjects.get(p.subjectId) ?? []), p.attribute]);
-      setFound([...subjects].map(([id, attributes]) => ({ id, attributes: [...new Set(attributes)] })));
+      setFound({ subjects: [...subjects].map(([id, attributes]) => ({ id, attributes: [...new Set(attributes)] })), cut: points.length === SEARCH_LIMIT });
     } catch (err) {
       setError(err);
     }
@@ -74,13 +76,14 @@ export function Subjects() {
     <${ErrorBox} error=${error} />
     ${found
       ? html`<section class="card" aria-labelledby="found"><h2 id="found">Matching subjects</h2>
+          ${found.cut ? html`<${Notice} kind="warn">Only the first ${SEARCH_LIMIT} points holding this value were read: more hold it, and other subjects may too.</${Notice}>` : null}
           <${Table}
             caption="Subjects matching the value"
             columns=${[
               { label: 'Subject', render: (s) => subjectLink(s.id) },
               { label: 'Matched on', render: (s) => s.attributes.join(', ') },
             ]}
-            rows=${found}
+            rows=${found.subjects}
             empty="No subject holds that value (or you may not see the attribute)."
           /></section>`
       : null}
