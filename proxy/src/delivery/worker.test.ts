@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { Queue } from 'bullmq';
 import type { SidecarHandle } from '../index.js';
 import { FakeVault } from '../testing/fake-vault.js';
@@ -106,8 +106,9 @@ test('a poison event in a batch of 1000: 999 delivered, 1 dead-lettered with the
   t.deepEqual((await getJson(`${sidecar.url}/deadletters`)).body.items, []);
 });
 
-test('replay of everything, discard, and the API refusing bad input', async (t) => {
-  const prefix = uniquePrefix('replay-all');
+/** A sidecar whose vault refuses the events of subjects named `bad…`; gone with the test. */
+async function refusingBadSubjects(t: ExecutionContext, name: string) {
+  const prefix = uniquePrefix(name);
   const vault = new FakeVault({ poison: (e) => (e.subjectId?.startsWith('bad') ? 'bad subject' : undefined) });
   await vault.start();
   const sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, batchSize: 50 });
@@ -116,6 +117,11 @@ test('replay of everything, discard, and the API refusing bad input', async (t) 
     await vault.stop();
     await cleanupRedis(prefix);
   });
+  return { vault, sidecar };
+}
+
+test('replay of everything, discard, and the API refusing bad input', async (t) => {
+  const { vault, sidecar } = await refusingBadSubjects(t, 'replay-all');
   const events = [makeEvent(0), makeEvent(1, { subjectId: 'bad-1' }), makeEvent(2, { subjectId: 'bad-2' }), makeEvent(3, { subjectId: 'bad-3' })];
   const { body } = await postEvents(sidecar.url, events);
   await waitFor(async () => (await getJson(`${sidecar.url}/deadletters`)).body.total === 3, { message: 'three dead letters' });
@@ -137,15 +143,7 @@ test('replay of everything, discard, and the API refusing bad input', async (t) 
 });
 
 test('replay refuses a mistyped body instead of replaying every dead letter; {} still replays all', async (t) => {
-  const prefix = uniquePrefix('replay-body');
-  const vault = new FakeVault({ poison: (e) => (e.subjectId?.startsWith('bad') ? 'bad subject' : undefined) });
-  await vault.start();
-  const sidecar = await startTestSidecar({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, batchSize: 50 });
-  t.teardown(async () => {
-    await sidecar.close();
-    await vault.stop();
-    await cleanupRedis(prefix);
-  });
+  const { vault, sidecar } = await refusingBadSubjects(t, 'replay-body');
   await postEvents(sidecar.url, [makeEvent(0, { subjectId: 'bad-1' }), makeEvent(1, { subjectId: 'bad-2' })]);
   const listed = await waitFor(async () => {
     const r = await getJson(`${sidecar.url}/deadletters`);
