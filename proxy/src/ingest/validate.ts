@@ -72,7 +72,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** The vault refuses these in entity ids; NUL is left to `findStringDefect`, which names it. */
+const CONTROL = /[\u0001-\u001f\u007f]/;
 
 function characters(text: string): number {
   let count = 0;
