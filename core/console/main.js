@@ -42,7 +42,7 @@ function useRoute() {
 }
 
 /** What the signed-in key may do, as the vault says of its own application. */
-const whoFrom = (application) => ({ admin: application.admin, allAttributes: application.attributes.includes('*') });
+const whoFrom = (application) => ({ applicationId: application.id, admin: application.admin, allAttributes: application.attributes.includes('*') });
 
 /**
  * The vault would not say what the key may do (429, 5xx, no answer). Guessing "not an admin"
@@ -97,15 +97,17 @@ function SignIn({ onSignedIn, onUnknown, reason }) {
   </main>`;
 }
 
-function Page({ route, admin, allAttributes }) {
-  const props = { admin, allAttributes, id: route.id };
+function Page({ route, applicationId, admin, allAttributes }) {
+  const props = { applicationId, admin, allAttributes, id: route.id };
   switch (route.page) {
     case 'subjects':
       return route.id ? html`<${Subject} key=${route.id} ...${props} />` : html`<${Subjects} ...${props} />`;
     case 'activity':
       return html`<${Activity} key=${route.id ?? ''} ...${props} />`;
     case 'alerts':
-      return html`<${Alerts} ...${props} />`;
+      // Keyed by the address, as the activity log is: a level's count, then the navigation's
+      // Alerts, each start from their own filters.
+      return html`<${Alerts} key=${route.id ?? ''} ...${props} />`;
     case 'rules':
       return route.id ? html`<${RuleEditor} key=${route.id} ...${props} />` : html`<${Rules} ...${props} />`;
     case 'registry':
@@ -166,7 +168,7 @@ function App() {
         ${NAV.map(([page, label]) => html`<li><a href=${`#/${page}`} aria-current=${route.page === page ? 'page' : undefined}>${label}</a></li>`)}
       </ul>
     </nav>
-    <main id="main" tabindex="-1"><${Page} route=${route} admin=${who.admin} allAttributes=${who.allAttributes} /></main>
+    <main id="main" tabindex="-1"><${Page} route=${route} applicationId=${who.applicationId} admin=${who.admin} allAttributes=${who.allAttributes} /></main>
   </div>`;
 }
 

@@ -1,4 +1,4 @@
-import { html, useEffect, useRef, useState } from '../lib.js';
+import { html, useState } from '../lib.js';
 import { get, seg } from '../api.js';
 import { ErrorBox, Level, localToIso, Loading, PageTitle, Pager, RangeWarning, Select, subjectLink, Table, TextInput, useLoad, when } from '../ui.js';
 
@@ -22,16 +22,6 @@ export function Alerts({ admin, id }) {
   const [form, setForm] = useState(initial);
   const [filters, setFilters] = useState(initial);
   const [page, setPage] = useState(0);
-  // The page stays mounted from one address to the next (a level's count, then the navigation's
-  // Alerts): each address starts from its own filters, or the second would show the first's.
-  const shownId = useRef(id);
-  useEffect(() => {
-    if (shownId.current === id) return;
-    shownId.current = id;
-    setForm(initial);
-    setFilters(initial);
-    setPage(0);
-  }, [id]);
   const rules = useLoad(() => get('/rules').catch(() => []));
   const alerts = useLoad(
     () => get('/alerts', { rule: filters.rule, level: filters.level, from: localToIso(filters.from), to: localToIso(filters.to), page, count: COUNT }),

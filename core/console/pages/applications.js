@@ -43,7 +43,7 @@ const KEEP_PREVIOUS = [
  * Changes an application in place, and rolls its key: its id, and so its history in the
  * activity log, stays. A new application for a new key would start a second history.
  */
-function EditApplication({ application, onSaved, onRolled, onClose }) {
+function EditApplication({ application, signedInAs, onSaved, onRolled, onClose }) {
   const [name, setName] = useState(application.name);
   const [attributes, setAttributes] = useState(application.attributes.join(', '));
   const [isAdmin, setIsAdmin] = useState(application.admin);
@@ -62,11 +62,10 @@ function EditApplication({ application, onSaved, onRolled, onClose }) {
   const roll = async () => {
     setError(undefined);
     try {
+      const answer = await api('POST', `/applications/${seg(application.id)}/key`, { body: { keepPreviousForSeconds: Number(keep) } });
       // Rolling the key this console signs in with: with the old key stopped at once, the
       // next request would sign the officer out before the new key, shown once, was shown.
-      const me = await get('/applications/me');
-      const answer = await api('POST', `/applications/${seg(application.id)}/key`, { body: { keepPreviousForSeconds: Number(keep) } });
-      const own = me.id === application.id;
+      const own = application.id === signedInAs;
       if (own) session.signIn(answer.data.apiKey);
       onRolled(answer.data, own);
     } catch (err) {
@@ -97,7 +96,7 @@ function EditApplication({ application, onSaved, onRolled, onClose }) {
   </form>`;
 }
 
-export function Applications({ admin }) {
+export function Applications({ admin, applicationId }) {
   const apps = useLoad(() => get('/applications'));
   const [name, setName] = useState('');
   const [attributes, setAttributes] = useState('*');
@@ -138,6 +137,7 @@ export function Applications({ admin }) {
       ? html`<${EditApplication}
           key=${editing.id}
           application=${editing}
+          signedInAs=${applicationId}
           onClose=${() => setEditing(undefined)}
           onSaved=${(changed) => {
             setEditing(undefined);
