@@ -113,7 +113,7 @@ export function Subject({ id, admin, allAttributes }) {
       };
       download(fileName(['subject', id], 'json'), 'application/json', JSON.stringify(report, null, 2));
       const n = report.dataPoints.length;
-      const exported = `Exported ${n} data point${n === 1 ? '' : 's'}${values ? ' with their values' : ''}${history ? ' and the activity history' : ''}.`;
+      const exported = `Exported ${n} data point${n === 1 ? '' : 's'}${values ? (n === 1 ? ' with its value' : ' with their values') : ''}${history ? ' and the activity history' : ''}.`;
       setNotice(
         report.complete
           ? exported
