@@ -5,6 +5,7 @@ import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
 import { badRequest, BUSY_MESSAGE, forbidden, notFound, VaultError } from '../errors.js';
 import { checkTagNames } from '../tags/service.js';
+import { characters } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
 import { recordChange } from '../activity/changes.js';
@@ -16,16 +17,6 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidEntityId(id: unknown): id is string {
   return typeof id === 'string' && id.length > 0 && (id.length <= ENTITY_ID_MAX || characters(id) <= ENTITY_ID_MAX) && !CONTROL.test(id);
-}
-
-/**
- * Characters as a reader counts them, and as the JSON schemas' `maxLength` does: an emoji is
- * one, where JavaScript's `length` counts the two halves of its UTF-16 encoding.
- */
-function characters(text: string): number {
-  let count = 0;
-  for (const _ of text) count += 1;
-  return count;
 }
 
 /**

@@ -4,6 +4,7 @@ import { badRequest, conflict, notFound } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { characters } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 
 export interface Tag {
@@ -18,7 +19,7 @@ export const TAG_NAME_MAX = 256;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidTagName(name: unknown): name is string {
-  return typeof name === 'string' && name.length > 0 && name.length <= TAG_NAME_MAX && !CONTROL.test(name);
+  return typeof name === 'string' && name.length > 0 && (name.length <= TAG_NAME_MAX || characters(name) <= TAG_NAME_MAX) && !CONTROL.test(name);
 }
 
 /** Every place that accepts tag names (tags, definitions, entities, data points) checks them alike. */

@@ -111,6 +111,17 @@ test('bad tag names are 400 and create nothing', async (t) => {
   t.false(names.includes('never-ok') || names.some((n: string) => n === '' || n.startsWith('a\u0000') || n.startsWith('line')));
 });
 
+test('a tag name is counted in characters, an emoji as one, as the other names and ids are', async (t) => {
+  const name = '\u{1F600}'.repeat(200);
+  const created = await v.request('POST', '/tags', { body: { name } });
+  t.is(created.status, 201);
+  t.is(created.body.data.name, name);
+  t.is((await v.request('GET', `/tags/${encodeURIComponent(name)}`)).status, 200);
+  const tooLong = await v.request('POST', '/tags', { body: { name: '\u{1F600}'.repeat(257) } });
+  t.is(tooLong.status, 400);
+  t.is(tooLong.body.message, 'Tag name must be 1 to 256 characters, without control characters');
+});
+
 test('names no tag can have are simply not found', async (t) => {
   t.is((await v.request('GET', '/tags/%00')).status, 400, 'NUL is refused before any lookup');
   for (const path of ['/tags/a%0Ab', `/tags/${'y'.repeat(300)}`]) {
