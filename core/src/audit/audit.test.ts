@@ -92,6 +92,25 @@ test('a subject an event registers follows the entity id rule, so the rest of th
   t.is(read.body.data.id, emoji);
 });
 
+test('tag names an event carries follow the rule of every other path that creates tags', async (t) => {
+  const subject = unique('subject');
+  const bad = `${unique('tag')}\u0001`;
+  const message = 'Tag name must be 1 to 256 characters, without control characters';
+  const single = await post(store(subject, EMAIL, { data: { attribute: EMAIL, tags: [bad] } }));
+  t.is(single.status, 400);
+  t.is(single.body.message, message);
+  const bulk = await v.request('POST', '/auditlogs/bulk', { body: [store(subject, EMAIL), { ...store(subject, EMAIL), data: { attribute: EMAIL, tags: ['fine', bad] } }] });
+  t.is(bulk.status, 400);
+  t.like(bulk.body, { message, index: 1 });
+  const unseen = await post({ eventType: 'READ', dataPointId: unique('point'), subjectId: subject, applicationId: 'crm', data: { attribute: EMAIL, tags: [bad] } });
+  t.is(unseen.status, 400);
+  t.is(unseen.body.message, message);
+  t.is((await v.request('GET', `/tags/${encodeURIComponent(bad)}`)).status, 404, 'no such tag was created');
+  t.is((await v.request('GET', `/entities/${subject}`)).status, 404, 'nor the subject');
+  // An empty name is dropped, as before: some clients send the tags they have, none as [""].
+  t.is((await post(store(subject, EMAIL, { data: { attribute: EMAIL, tags: [''] } }))).status, 200);
+});
+
 test('a caller-chosen id is kept; a second STORE with it is 409', async (t) => {
   const id = unique('point');
   const subject = unique('subject');

@@ -6,6 +6,7 @@ import { isSensitivity, SENSITIVITY_MESSAGE } from '../datapoints/model.js';
 import type { ValueErrorStatuses } from '../definitions/schema.js';
 import { badRequest } from '../errors.js';
 import { checkEntityId } from '../entities/service.js';
+import { checkTagNames } from '../tags/service.js';
 import type { EventOrigin } from '../activity/log.js';
 import type { EventType, Location } from '../rules/engine.js';
 import { parseIsoDate } from '../util/time.js';
@@ -154,6 +155,9 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
     if (attribute === undefined) throw badRequest('Attribute is required for creation');
     checkSensitivity(sensitivity);
   }
+  const tags = names(data?.tags);
+  // The tags an event names are created with its point: the rule of every path that creates tags.
+  if (tags.length > 0) checkTagNames(tags);
   let location: Location | undefined;
   if (input.location) {
     const country = optionalText(input.location.country);
@@ -175,7 +179,7 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
     subjectId,
     attribute,
     value: data?.value === null ? undefined : data?.value,
-    tags: names(data?.tags),
+    tags,
     regulations: names(data?.regulations),
     sensitivity,
     timestamp,
