@@ -327,6 +327,31 @@ test('a tag an action applies is created with the rule (tags are created on firs
   t.is((await v.request('GET', `/tags/${tag}`)).status, 200);
 });
 
+test('a tag an action would create follows the rule of every path that creates tags', async (t) => {
+  for (const type of ['tag', 'entityTag']) {
+    const tag = `${uniqueKey('ctl')}\u0001`;
+    const key = uniqueKey('bad_tag');
+    const res = await v.request('POST', '/rules', { body: { key, constraint: onEmail, action: { type, tag } } });
+    t.is(res.status, 400, type);
+    t.is(res.body.message, 'Tag name must be 1 to 256 characters, without control characters');
+    t.is((await v.request('GET', `/tags/${encodeURIComponent(tag)}`)).status, 404, 'no such tag was created');
+    t.is((await v.request('GET', `/rules/${key}`)).status, 404, 'nor the rule');
+  }
+});
+
+test('a rule stored with such a tag before the check still loads and is evaluated', async (t) => {
+  const key = uniqueKey('legacy');
+  const definition = { key, type: 'data', constraint: onEmail, action: { type: 'tag', tag: 'legacy\u0001' } };
+  const now = new Date().toISOString();
+  await v.vault.db.insertInto('rules').values({ key, name: null, type: 'data', definition: JSON.stringify(definition), execution_order: 1, created_date: now, modified_date: now }).execute();
+  await v.vault.db.updateTable('rules_version').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).execute();
+  const rules = await v.vault.ruleService.ruleSet(v.vault.db);
+  t.true(rules.all.some((r) => r.key === key));
+  t.false(v.logs.join('').includes('no longer compiles'));
+  await v.vault.db.deleteFrom('rules').where('key', '=', key).execute();
+  await v.vault.db.updateTable('rules_version').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).execute();
+});
+
 test('a rule changed by another vault process is seen at once', async (t) => {
   const other = await startTestVault({ env: { VAULT_DB: v.config.db } });
   try {

@@ -15,6 +15,7 @@ import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
+import { checkTagNames } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
@@ -67,6 +68,9 @@ export class RuleService {
     if (!this.customRulesAllowed()) throw paymentRequired('Your current subscription does not support custom rules');
     const parsed = parseRule(input);
     const { rule } = parsed;
+    // The tags its actions apply are created with the rule: the rule of every path that creates
+    // tags. Checked here rather than in parseRule, so a rule stored before it still loads.
+    checkTagNames([...rule.references.actionTags]);
     const outcome = await this.db.transaction().execute(async (trx) => {
       // First write of the transaction: on PostgreSQL its row lock serialises rule changes,
       // which keeps the default execution order unique.

@@ -23,9 +23,11 @@ export function isValidTagName(name: unknown): name is string {
 }
 
 /** Every place that accepts tag names (tags, definitions, entities, data points) checks them alike. */
+export const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;
+
 export function checkTagNames(names: readonly unknown[]): string[] {
   for (const name of names) {
-    if (!isValidTagName(name)) throw badRequest(`Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`);
+    if (!isValidTagName(name)) throw badRequest(TAG_NAME_MESSAGE);
   }
   return [...new Set(names as string[])].sort();
 }
