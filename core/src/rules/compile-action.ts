@@ -4,7 +4,7 @@
  */
 import { badRequest } from '../errors.js';
 import { parseIsoDate } from '../util/time.js';
-import { absent, checkUnknownMembers, MAX_MESSAGE, MAX_NAME, type Json } from './compile-input.js';
+import { absent, checkUnknownMembers, longerThan, MAX_MESSAGE, MAX_NAME, type Json } from './compile-input.js';
 import type { EventType } from './engine.js';
 import { ALERT_LEVELS, EVENT_TYPES, type Action, type AlertLevel, type RuleReferences, type RuleType } from './model.js';
 
@@ -54,7 +54,7 @@ export function parseAction(input: Json, ruleType: RuleType, refs: RuleReference
 function actionByType(input: Json, type: string): Action {
   const tagName = (label: string) => {
     const { tag } = input;
-    if (typeof tag !== 'string' || tag.length === 0 || tag.length > MAX_NAME) throw badRequest(`${label} action tag must be specified as a string`);
+    if (typeof tag !== 'string' || tag.length === 0 || longerThan(tag, MAX_NAME)) throw badRequest(`${label} action tag must be specified as a string`);
     return tag;
   };
   switch (type) {
@@ -63,7 +63,7 @@ function actionByType(input: Json, type: string): Action {
       const level = typeof rawLevel === 'string' ? rawLevel.toUpperCase() : '';
       if (!ALERT_LEVELS.includes(level as AlertLevel)) throw badRequest(`Alert level must be one of ${ALERT_LEVELS.join(', ')}`);
       const { message } = input;
-      if (!absent(message) && (typeof message !== 'string' || message.length > MAX_MESSAGE)) {
+      if (!absent(message) && (typeof message !== 'string' || longerThan(message, MAX_MESSAGE))) {
         throw badRequest(`Alert message must be a string of at most ${MAX_MESSAGE} characters`);
       }
       return { type, level: level as AlertLevel, message: typeof message === 'string' ? message : '' };
@@ -78,14 +78,14 @@ function actionByType(input: Json, type: string): Action {
     }
     case 'regulation': {
       const { regulation } = input;
-      if (typeof regulation !== 'string' || regulation.length === 0 || regulation.length > MAX_NAME) {
+      if (typeof regulation !== 'string' || regulation.length === 0 || longerThan(regulation, MAX_NAME)) {
         throw badRequest('Regulation action regulation must be specified as a string');
       }
       return { type, regulation };
     }
     case 'block': {
       const { message } = input;
-      if (!absent(message) && (typeof message !== 'string' || message.length === 0 || message.length > MAX_MESSAGE)) {
+      if (!absent(message) && (typeof message !== 'string' || message.length === 0 || longerThan(message, MAX_MESSAGE))) {
         throw badRequest(`Block message must be a string of at most ${MAX_MESSAGE} characters`);
       }
       return { type, ...(typeof message === 'string' ? { message } : {}) };

@@ -4,7 +4,7 @@
  */
 import { badRequest } from '../errors.js';
 import { parseIsoDate } from '../util/time.js';
-import { absent, checkUnknownMembers, clip, isObject, MAX_LIST, MAX_MESSAGE, MAX_NAME, type Json } from './compile-input.js';
+import { absent, checkUnknownMembers, clip, isObject, longerThan, MAX_LIST, MAX_MESSAGE, MAX_NAME, type Json } from './compile-input.js';
 import { countryCode, subdivisionCode } from './countries.js';
 import type { EventType } from './engine.js';
 import { EVENT_TYPES, PREDICATES, type Constraint, type ListOperator, type Predicate, type RuleReferences, type RuleType } from './model.js';
@@ -43,7 +43,7 @@ function listOperator(value: unknown, label: string, allowAll: boolean): ListOpe
 }
 
 function nameList(value: unknown, message: string): string[] {
-  if (!Array.isArray(value) || value.length > MAX_LIST || !value.every((v) => typeof v === 'string' && v.length > 0 && v.length <= MAX_NAME)) {
+  if (!Array.isArray(value) || value.length > MAX_LIST || !value.every((v) => typeof v === 'string' && v.length > 0 && !longerThan(v, MAX_NAME))) {
     throw badRequest(message);
   }
   return [...new Set(value as string[])];
@@ -162,14 +162,14 @@ function describe(value: unknown): string {
 
 function parseEntityValue(input: Json, refs: RuleReferences): Constraint {
   const { attribute, value } = input;
-  if (typeof attribute !== 'string' || attribute.length === 0 || attribute.length > MAX_NAME) {
+  if (typeof attribute !== 'string' || attribute.length === 0 || longerThan(attribute, MAX_NAME)) {
     throw badRequest('Entity value constraint attribute must be specified as a string');
   }
   if (absent(value)) throw badRequest('No value specified for entity value constraint');
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
     throw badRequest('Entity value constraint value must be a string, number or boolean');
   }
-  if (typeof value === 'string' && value.length > MAX_MESSAGE) throw badRequest(`Entity value constraint value must be at most ${MAX_MESSAGE} characters`);
+  if (typeof value === 'string' && longerThan(value, MAX_MESSAGE)) throw badRequest(`Entity value constraint value must be at most ${MAX_MESSAGE} characters`);
   const rawPredicate = absent(input.predicate) ? 'eq' : input.predicate;
   const predicate = typeof rawPredicate === 'string' ? rawPredicate.toLowerCase() : undefined;
   if (!predicate || !PREDICATES.includes(predicate as Predicate)) {

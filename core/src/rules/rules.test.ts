@@ -352,6 +352,21 @@ test('a rule stored with such a tag before the check still loads and is evaluate
   await v.vault.db.updateTable('rules_version').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).execute();
 });
 
+test('the key and name of a rule, and the names it lists, are counted in characters, an emoji as one', async (t) => {
+  const key = '\u{1F600}'.repeat(200);
+  const tag = '\u{1F601}'.repeat(200);
+  const body = { key, name: '\u{1F602}'.repeat(256), constraint: { type: 'tag', operator: 'any', tags: [tag] }, action: alert };
+  const res = await v.request('POST', '/rules', { body });
+  t.is(res.status, 201, JSON.stringify(res.body));
+  const read = await v.request('GET', `/rules/${encodeURIComponent(key)}`);
+  t.is(read.status, 200);
+  t.like(read.body.data, { key, name: body.name });
+  t.is((await v.request('DELETE', `/rules/${encodeURIComponent(key)}`)).status, 200);
+  const tooLong = await v.request('POST', '/rules', { body: { ...body, key: '\u{1F600}'.repeat(257) } });
+  t.is(tooLong.status, 400);
+  t.is(tooLong.body.message, 'Rule key must be at most 256 characters');
+});
+
 test('a rule changed by another vault process is seen at once', async (t) => {
   const other = await startTestVault({ env: { VAULT_DB: v.config.db } });
   try {
