@@ -143,6 +143,16 @@ test('malformed definitions are 400 with the exact messages and change nothing',
   t.is((await v.request('GET', '/tags/ok')).status, 404, 'a refused definition creates no tags');
 });
 
+test('an attribute name is counted in characters, an emoji as one', async (t) => {
+  const name = '\u{1F600}'.repeat(1000);
+  const res = await post({ key: 'EMOJI_NAME', name });
+  t.is(res.status, 201, JSON.stringify(res.body).slice(0, 200));
+  t.is(res.body.data.name, name);
+  const tooLong = await post({ key: 'EMOJI_NAME', name: '\u{1F600}'.repeat(1025) });
+  t.is(tooLong.status, 400);
+  t.is(tooLong.body.message, 'Attribute name must be a string of at most 1024 characters, without control characters');
+});
+
 test('with data stored, changes that would strand it are 409; without data they pass', async (t) => {
   await v.request('POST', '/entitytypes', { body: { key: 'device' } });
   for (const key of ['HELD', 'FREE']) {
