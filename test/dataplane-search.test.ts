@@ -165,3 +165,16 @@ test('malformed search requests are 400', async (t) => {
   t.is((await v.request('POST', '/search', { payload: '{', headers: { 'content-type': 'application/json' } })).status, 400);
   t.is((await search({ query: {} }, null as unknown as string)).status, 401);
 });
+
+test('as many selectors as the schema allows find what they name, on either dialect', async (t) => {
+  const CODE = await define(v, { key: uid('CODE'), indexed: true });
+  const s = uid('s');
+  const [point] = (await store(v, s, [{ attribute: CODE, value: 'c999' }])).body.data;
+  const values = Array.from({ length: 1000 }, (_, i) => ({ attribute: CODE, value: `c${i}` }));
+  const attributes = [...Array.from({ length: 999 }, (_, i) => uid(`NONE${i}`)), CODE];
+  for (const query of [{ values }, { attributes }, { values, attributes }, { values, attributes, entityId: [s] }]) {
+    const res = await search({ query });
+    t.is(res.status, 200, JSON.stringify(res.body).slice(0, 200));
+    t.deepEqual(ids(res), [point.dataPointId]);
+  }
+});

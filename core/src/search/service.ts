@@ -65,6 +65,16 @@ function unindexed(column: 'attribute' | 'blind_index' | 'created_date'): RawBui
 /** Beyond this many selectors, one OR query sorts the matches instead of a union of ordered runs. */
 const MAX_BRANCHES = 32;
 
+/**
+ * SQLite parses `a OR b OR c …` one level deep per term and refuses a query more than 1,000
+ * levels deep, short of the 2,000 selectors a search may name: nested in pairs, they are 11.
+ */
+function anyOf(eb: Builder, terms: Expression<SqlBool>[]): Expression<SqlBool> {
+  if (terms.length <= 2) return eb.or(terms);
+  const half = Math.ceil(terms.length / 2);
+  return eb.or([anyOf(eb, terms.slice(0, half)), anyOf(eb, terms.slice(half))]);
+}
+
 function list<T>(value: T[] | T | null | undefined): T[] {
   if (value === null || value === undefined) return [];
   return Array.isArray(value) ? value : [value];
@@ -145,7 +155,7 @@ export class SearchService {
     };
     const offset = page * count;
     if (selectors.length <= 1 || selectors.length > MAX_BRANCHES || byEntity) {
-      const any: Selector | undefined = selectors.length === 0 ? undefined : selectors.length === 1 ? selectors[0] : (eb) => eb.or(selectors.map((s) => s(eb)));
+      const any: Selector | undefined = selectors.length === 0 ? undefined : selectors.length === 1 ? selectors[0] : (eb) => anyOf(eb, selectors.map((s) => s(eb)));
       return filtered(any).limit(count).offset(offset);
     }
     // Several selectors: each walks its own index in order and stops after the page, and
