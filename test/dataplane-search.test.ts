@@ -178,3 +178,16 @@ test('as many selectors as the schema allows find what they name, on either dial
     t.deepEqual(ids(res), [point.dataPointId]);
   }
 });
+
+test('an application limited to thousands of attributes searches with many selectors', async (t) => {
+  const CODE = await define(v, { key: uid('CODE'), indexed: true });
+  const s = uid('s');
+  const [point] = (await store(v, s, [{ attribute: CODE, value: 'c7' }])).body.data;
+  const allowed = [CODE, ...Array.from({ length: 9_999 }, (_, i) => `ALLOWED_${i}`)];
+  const app = await v.request('POST', '/applications', { body: { name: uid('many'), attributes: allowed } });
+  t.is(app.status, 201);
+  const values = Array.from({ length: 32 }, (_, i) => ({ attribute: CODE, value: `c${i}` }));
+  const res = await search({ query: { values, regulations: ['', ...Array.from({ length: 999 }, (_, i) => `REG_${i}`)] } }, app.body.data.apiKey);
+  t.is(res.status, 200, JSON.stringify(res.body).slice(0, 200));
+  t.deepEqual(ids(res), [point.dataPointId]);
+});

@@ -64,6 +64,12 @@ function unindexed(column: 'attribute' | 'blind_index' | 'created_date'): RawBui
 
 /** Beyond this many selectors, one OR query sorts the matches instead of a union of ordered runs. */
 const MAX_BRANCHES = 32;
+/**
+ * Each branch of the union repeats the lists that filter it (the caller's attributes, the
+ * regulations): past this many of their parameters in all, one OR query binds them once, as
+ * SQLite takes at most 32,766 parameters a statement and PostgreSQL 65,535.
+ */
+const MAX_BRANCH_PARAMETERS = 16_000;
 
 /**
  * SQLite parses `a OR b OR c …` one level deep per term and refuses a query more than 1,000
@@ -154,7 +160,8 @@ export class SearchService {
       return byModified ? query.orderBy(unindexed('created_date')).orderBy('id') : query.orderBy('created_date').orderBy('id');
     };
     const offset = page * count;
-    if (selectors.length <= 1 || selectors.length > MAX_BRANCHES || byEntity) {
+    const repeated = (caller.attributes === '*' ? 0 : caller.attributes.size) + regulations.length;
+    if (selectors.length <= 1 || selectors.length > MAX_BRANCHES || byEntity || repeated * selectors.length > MAX_BRANCH_PARAMETERS) {
       const any: Selector | undefined = selectors.length === 0 ? undefined : selectors.length === 1 ? selectors[0] : (eb) => anyOf(eb, selectors.map((s) => s(eb)));
       return filtered(any).limit(count).offset(offset);
     }
