@@ -35,6 +35,15 @@ test('entity types are created, updated, listed, read and deleted', async (t) =>
   t.deepEqual(del.body, { data: 'Successfully Deleted Entity Type' });
 });
 
+test('an entity type read and posted back, as clients edit one, is taken; its dates stay the vault’s own', async (t) => {
+  const created = (await v.request('POST', '/entitytypes', { body: { key: 'vehicle', name: 'Vehicle' } })).body.data;
+  const read = (await v.request('GET', '/entitytypes/vehicle')).body.data;
+  const posted = await v.request('POST', '/entitytypes', { body: { ...read, description: 'Cars and vans', createdDate: '1999-01-01T00:00:00Z' } });
+  t.is(posted.status, 201, JSON.stringify(posted.body));
+  t.like(posted.body.data, { key: 'vehicle', name: 'Vehicle', description: 'Cars and vans', createdDate: created.createdDate });
+  t.is((await v.request('POST', '/entitytypes', { body: { key: 'vehicle', colour: 'red' } })).status, 400, 'other members are still unknown');
+});
+
 test('unknown entity types are 404 with the interface messages', async (t) => {
   const read = await v.request('GET', '/entitytypes/nothing');
   t.is(read.status, 404);

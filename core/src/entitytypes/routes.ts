@@ -23,6 +23,9 @@ const body = {
     key: { type: 'string', minLength: 1, maxLength: 128 },
     name: { type: 'string', maxLength: 1024, nullable: true },
     description: { type: 'string', maxLength: 65536, nullable: true },
+    // Clients edit a type by posting back the one they read; the dates are the vault's own.
+    createdDate: { type: 'string', readOnly: true },
+    modifiedDate: { type: 'string', readOnly: true },
   },
 } as const;
 
