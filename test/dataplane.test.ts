@@ -417,6 +417,17 @@ test('sensitivity defaults to NORMAL and keeps each level', async (t) => {
   t.deepEqual(res.body.data.map((p: any) => p.sensitivity), ['NORMAL', 'NORMAL', 'PERSONAL', 'SENSITIVE', 'CONFIDENTIAL']);
 });
 
+test('null stands for an absent optional member of a store, as in an audit event', async (t) => {
+  const A = await define(v, { key: uid('A'), tags: ['kept'] });
+  const id = uid('subject');
+  const item = { attribute: A, value: 'x', dataPointId: null, regulations: null, tags: null, sensitivity: null, reportOnly: null, accessibility: null };
+  const body = { data: [item], entityType: null, namespace: null, origin: null };
+  const res = await v.request('POST', `/entities/${id}/attributes`, { body, headers: { 'x-encryption-key': v.keys.publicKey } });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  t.like(res.body.data[0], { entityId: id, attribute: A, value: 'x', sensitivity: 'NORMAL', tags: ['kept'], regulations: [], reportOnly: false });
+  t.is((await v.request('GET', `/entities/${id}`)).body.data.type, 'datasubject');
+});
+
 test('malformed store bodies are 400 and store nothing', async (t) => {
   const A = await define(v, { key: uid('A') });
   const id = uid('subject');

@@ -9,6 +9,7 @@ const NO_NUL = '^[^\\u0000]*$';
 const id = { type: 'string', minLength: 1, maxLength: 512, pattern: NO_NUL } as const;
 const label = { type: 'string', maxLength: 256, pattern: NO_NUL } as const;
 
+/** Optional members may be null, as in an audit event: some clients send every member, unset ones as null. */
 const attributeInput = {
   type: 'object',
   required: ['attribute'],
@@ -17,14 +18,14 @@ const attributeInput = {
     attribute: { type: 'string', minLength: 1, maxLength: 256, pattern: NO_NUL },
     // Free-form: the attribute's schema decides, with the interface's 413/422 messages.
     value: {},
-    dataPointId: { type: 'string', maxLength: 512, description: 'Ignored on store: ids are generated' },
-    regulations: { type: 'array', maxItems: 100, items: label },
+    dataPointId: { type: 'string', maxLength: 512, nullable: true, description: 'Ignored on store: ids are generated' },
+    regulations: { type: 'array', maxItems: 100, items: label, nullable: true },
     // Tag names are checked by the tags module's rule, with its message.
-    tags: { type: 'array', maxItems: 100, items: { type: 'string' } },
+    tags: { type: 'array', maxItems: 100, items: { type: 'string' }, nullable: true },
     // Loose on purpose: the service answers an unknown level with its own message.
     sensitivity: { description: `One of ${SENSITIVITIES.join(', ')} (default NORMAL)` },
-    reportOnly: { type: 'boolean', description: 'Must be false (or absent): report-only data goes through POST /auditlogs' },
-    accessibility: { type: 'string', maxLength: 256 },
+    reportOnly: { type: 'boolean', nullable: true, description: 'Must be false (or absent): report-only data goes through POST /auditlogs' },
+    accessibility: { type: 'string', maxLength: 256, nullable: true },
   },
 } as const;
 
@@ -34,9 +35,9 @@ const storageRequest = {
   additionalProperties: false,
   properties: {
     data: { type: 'array', maxItems: 10_000, items: attributeInput },
-    entityType: { type: 'string', minLength: 1, maxLength: 128, pattern: NO_NUL },
-    namespace: { type: 'string', maxLength: 1024 },
-    origin: { type: 'string', maxLength: 256, pattern: NO_NUL, description: 'Client address or ISO 3166 code the data comes from; default the request address' },
+    entityType: { type: 'string', minLength: 1, maxLength: 128, pattern: NO_NUL, nullable: true },
+    namespace: { type: 'string', maxLength: 1024, nullable: true },
+    origin: { type: 'string', maxLength: 256, pattern: NO_NUL, nullable: true, description: 'Client address or ISO 3166 code the data comes from; default the request address' },
   },
 } as const;
 

@@ -29,19 +29,19 @@ import { deleteStructures, MAX_STORE_LEAVES, MESSAGES, pointRecord, requireRegul
 export interface AttributeInput {
   attribute: string;
   value?: unknown;
-  dataPointId?: string;
-  regulations?: string[];
-  tags?: string[];
+  dataPointId?: string | null;
+  regulations?: string[] | null;
+  tags?: string[] | null;
   sensitivity?: unknown;
-  reportOnly?: boolean;
-  accessibility?: string;
+  reportOnly?: boolean | null;
+  accessibility?: string | null;
 }
 
 export interface StorageRequest {
   data: AttributeInput[];
-  entityType?: string;
-  namespace?: string;
-  origin?: string;
+  entityType?: string | null;
+  namespace?: string | null;
+  origin?: string | null;
 }
 
 export interface StoreInput {
@@ -117,7 +117,7 @@ export class DataPointStore {
       if (!canAccessAttribute(caller, item.attribute)) throw forbidden(MESSAGES.forbiddenStore);
     }
     for (const item of items) {
-      if (item.sensitivity !== undefined && !isSensitivity(item.sensitivity)) throw badRequest(SENSITIVITY_MESSAGE);
+      if (item.sensitivity !== undefined && item.sensitivity !== null && !isSensitivity(item.sensitivity)) throw badRequest(SENSITIVITY_MESSAGE);
       if (item.tags) checkTagNames(item.tags);
       // Storing would keep the very value the client asked not to keep.
       if (item.reportOnly === true) throw badRequest(MESSAGES.reportOnly);
@@ -173,7 +173,7 @@ export class DataPointStore {
             leaves: leaves[i],
             tags: new Set([...definition.tags, ...entityTags, ...(item.tags ?? [])]),
             regulations: new Set([...definition.regulations, ...(item.regulations ?? [])]),
-            sensitivity: (item.sensitivity as string | undefined) ?? 'NORMAL',
+            sensitivity: (item.sensitivity as string | null | undefined) ?? 'NORMAL',
             dataPointId: rootId,
           },
         };
