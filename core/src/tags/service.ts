@@ -22,9 +22,9 @@ export function isValidTagName(name: unknown): name is string {
   return typeof name === 'string' && name.length > 0 && (name.length <= TAG_NAME_MAX || characters(name) <= TAG_NAME_MAX) && !CONTROL.test(name);
 }
 
-/** Every place that accepts tag names (tags, definitions, entities, data points) checks them alike. */
-export const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;
+const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;
 
+/** Every place that accepts tag names (tags, definitions, entities, data points, audit events, rules) checks them alike. */
 export function checkTagNames(names: readonly unknown[]): string[] {
   for (const name of names) {
     if (!isValidTagName(name)) throw badRequest(TAG_NAME_MESSAGE);
