@@ -75,17 +75,21 @@ export class VaultClient {
   readonly alerts: AlertApi;
   readonly applications: ApplicationApi;
 
-  private readonly transport: Transport;
-  private readonly authorization: string;
-  private readonly reporters = new Set<Reporter>();
+  // ES private fields: `console.log(vault)`, `util.inspect` and `JSON.stringify` do not show
+  // them, and the options hold the API key, the private key and any TLS client key.
+  readonly #options: VaultClientOptions;
+  readonly #transport: Transport;
+  readonly #authorization: string;
+  readonly #reporters = new Set<Reporter>();
 
-  constructor(private readonly options: VaultClientOptions) {
+  constructor(options: VaultClientOptions) {
     if (!options.apiKey) throw new TypeError('apiKey is required');
+    this.#options = options;
     checkKeyForm(options.encryptionKey, 'encryptionKey');
     checkKeyForm(options.decryptionKey, 'decryptionKey');
     refusePrivateKey(options.encryptionKey);
-    this.transport = new Transport(options);
-    this.authorization = `Bearer ${options.apiKey}`;
+    this.#transport = new Transport(options);
+    this.#authorization = `Bearer ${options.apiKey}`;
     const keys = { encryptionKey: options.encryptionKey, decryptionKey: options.decryptionKey };
     const send: Send = async (request) => dataOf(request, await this.exchange(request));
     const raw: Send = async (request) => jsonOf(request, await this.exchange(request));
@@ -112,10 +116,10 @@ export class VaultClient {
     // The client's own keys were checked when it was made; a key given for one call is checked here.
     for (const [name, value] of Object.entries(request.headers ?? {})) {
       const header = name.toLowerCase();
-      if (header === 'x-encryption-key' && value !== this.options.encryptionKey) checkKeyForm(value, 'encryptionKey');
-      if (header === 'x-decryption-key' && value !== this.options.decryptionKey) checkKeyForm(value, 'decryptionKey');
+      if (header === 'x-encryption-key' && value !== this.#options.encryptionKey) checkKeyForm(value, 'encryptionKey');
+      if (header === 'x-decryption-key' && value !== this.#options.decryptionKey) checkKeyForm(value, 'decryptionKey');
     }
-    return this.transport.send<T>({ ...request, headers: { ...request.headers, authorization: this.authorization } });
+    return this.#transport.send<T>({ ...request, headers: { ...request.headers, authorization: this.#authorization } });
   }
 
   /**
@@ -152,7 +156,7 @@ export class VaultClient {
   /** Readiness: whether the vault takes traffic (its database answers, migrations applied). */
   async ready(options: CallOptions = {}): Promise<Readiness> {
     const call: Request = { method: 'GET', path: '/readyz', idempotent: true, acceptStatus: [503], signal: options.signal };
-    const res = await this.transport.send(call);
+    const res = await this.#transport.send(call);
     return { ready: res.status === 200, ...jsonOf<{ status: string; reason?: string }>(call, res) };
   }
 
@@ -172,15 +176,15 @@ export class VaultClient {
    * straight to `POST /auditlogs/bulk`. Closed with the client.
    */
   reporter(options: ReporterOptions = {}): Reporter {
-    const reporter = new Reporter(this, this.options, options);
-    this.reporters.add(reporter);
-    reporter.onClose(() => this.reporters.delete(reporter));
+    const reporter = new Reporter(this, this.#options, options);
+    this.#reporters.add(reporter);
+    reporter.onClose(() => this.#reporters.delete(reporter));
     return reporter;
   }
 
   /** Flushes open reporters, then closes the connections. */
   async close(): Promise<void> {
-    await Promise.all([...this.reporters].map((r) => r.close()));
-    await this.transport.close();
+    await Promise.all([...this.#reporters].map((r) => r.close()));
+    await this.#transport.close();
   }
 }

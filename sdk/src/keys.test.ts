@@ -3,11 +3,12 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import test from 'ava';
 import { VaultClient } from './client.js';
 import { parsePrivateKeyHeader, parsePublicKeyHeader } from '../../core/src/crypto/keys.js';
 import { clientFromEnv } from './env.js';
-import { VaultKeyError } from './errors.js';
+import { VaultKeyError, VaultNetworkError } from './errors.js';
 import { generateKeyPair, isPrivateKey, loadKeyFiles, loadKeysFromEnv, saveKeyPair, toHeaderValue, toPem, type KeyPair } from './keys.js';
 
 let pair: KeyPair;
@@ -100,6 +101,29 @@ test('a client refuses a private key where the public one belongs', async (t) =>
   await t.throwsAsync(client.dataSubjects.storeAttributes('s', [{ attribute: 'A', value: 'v' }], { encryptionKey: pair.privatePem }), { message });
   t.true(isPrivateKey(pair.privateKey));
   t.false(isPrivateKey(pair.publicKey));
+});
+
+test('a client, its groups and its reporter show no API key or private key when logged', async (t) => {
+  const apiKey = 'secret-api-key-0123456789';
+  const tlsKey = 'TLS-CLIENT-PRIVATE-KEY';
+  const client = new VaultClient({ url: 'http://127.0.0.1:1', apiKey, encryptionKey: pair.publicKey, decryptionKey: pair.privateKey, tls: { key: tlsKey }, retry: false });
+  t.teardown(() => client.close());
+  const reporter = client.reporter({ sidecar: true });
+  const secrets = [apiKey, pair.privateKey, tlsKey];
+  // Port 1 refuses the connection: a read that got as far as the transport, and its error.
+  const failed = await t.throwsAsync(client.data.get('p'), { instanceOf: VaultNetworkError });
+  for (const [name, shown] of Object.entries({
+    inspect: inspect(client),
+    deep: inspect(client, { depth: Infinity, showHidden: true }),
+    entities: inspect(client.entities, { depth: Infinity, showHidden: true }),
+    data: inspect(client.data, { depth: Infinity, showHidden: true }),
+    reporter: inspect(reporter, { depth: Infinity, showHidden: true }),
+    json: JSON.stringify(client),
+    string: String(client),
+    error: inspect(failed, { depth: Infinity, showHidden: true }),
+  })) {
+    for (const secret of secrets) t.false(shown.includes(secret), `${name} shows ${secret.slice(0, 12)}…`);
+  }
 });
 
 test('clientFromEnv needs an API key', async (t) => {

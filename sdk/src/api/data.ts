@@ -6,11 +6,16 @@ import { seg, refusePrivateKey, pages, type CallOptions, type StoreOptions, type
 
 /** `/entities` and `/datasubjects`: the same operations under two path forms. */
 export class EntityApi {
+  // An ES private field, so that logging the group does not show the private key.
+  readonly #keys: { encryptionKey?: string; decryptionKey?: string };
+
   constructor(
     private readonly send: Send,
     private readonly base: '/entities' | '/datasubjects',
-    private readonly keys: { encryptionKey?: string; decryptionKey?: string },
-  ) {}
+    keys: { encryptionKey?: string; decryptionKey?: string },
+  ) {
+    this.#keys = keys;
+  }
 
   /** Creates the entity or updates its metadata (tags, legal hold). */
   save(entity: EntityInput, options: CallOptions = {}): Promise<Entity> {
@@ -44,7 +49,7 @@ export class EntityApi {
    */
   async storeAttributes(entityId: string, request: StorageRequest | AttributeInput[], options: StoreOptions = {}): Promise<DataPoint[]> {
     const body: StorageRequest = Array.isArray(request) ? { data: request } : request;
-    const encryptionKey = options.encryptionKey ?? this.keys.encryptionKey;
+    const encryptionKey = options.encryptionKey ?? this.#keys.encryptionKey;
     refusePrivateKey(encryptionKey);
     return this.send({
       method: 'POST',
@@ -61,7 +66,7 @@ export class EntityApi {
     return this.send({
       method: 'GET',
       path: `${this.base}/${seg(entityId)}/attributes/${seg(attributeKey)}`,
-      headers: { 'x-decryption-key': options.decryptionKey ?? this.keys.decryptionKey },
+      headers: { 'x-decryption-key': options.decryptionKey ?? this.#keys.decryptionKey },
       idempotent: true,
       signal: options.signal,
     });
@@ -73,7 +78,7 @@ export class EntityApi {
       method: 'GET',
       path: `${this.base}/${seg(entityId)}/attributes`,
       query: { attributes: options.attributes?.join(',') },
-      headers: { 'x-decryption-key': options.decryptionKey ?? this.keys.decryptionKey },
+      headers: { 'x-decryption-key': options.decryptionKey ?? this.#keys.decryptionKey },
       idempotent: true,
       signal: options.signal,
     });
@@ -92,16 +97,21 @@ export class EntityApi {
 
 /** Data points by id (`/data/{dataPointId}`). */
 export class DataPointApi {
+  // An ES private field, so that logging the group does not show the private key.
+  readonly #keys: { decryptionKey?: string };
+
   constructor(
     private readonly send: Send,
-    private readonly keys: { decryptionKey?: string },
-  ) {}
+    keys: { decryptionKey?: string },
+  ) {
+    this.#keys = keys;
+  }
 
   get<V = DataPoint['value']>(dataPointId: string, options: ReadOptions = {}): Promise<DataPoint<V>> {
     return this.send({
       method: 'GET',
       path: `/data/${seg(dataPointId)}`,
-      headers: { 'x-decryption-key': options.decryptionKey ?? this.keys.decryptionKey },
+      headers: { 'x-decryption-key': options.decryptionKey ?? this.#keys.decryptionKey },
       idempotent: true,
       signal: options.signal,
     });
