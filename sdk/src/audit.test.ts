@@ -528,3 +528,19 @@ test('reporter: closing the client flushes and closes its reporters', async (t) 
   t.deepEqual((await records(subject)).map((r) => r.eventId), [event.eventId]);
   t.throws(() => reporter.report({ eventType: 'READ', dataPointId: 'x', applicationId: 'a' }), { message: 'The reporter is closed' });
 });
+
+test('reporter: a second close() (or the client\'s) waits for the first to deliver, rather than closing the connections under it', async (t) => {
+  const c = v.client();
+  const subject = unique('subj');
+  const failed: StampedEvent[] = [];
+  const reporter = c.reporter({ batchSize: 5, flushIntervalMs: 60_000, defaults: { applicationId: 'shop' }, onError: (_error, events) => failed.push(...events) });
+  const stamped = Array.from({ length: 23 }, () => reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL } }));
+  // A shutdown path that closes the reporter, then the client, without waiting in between.
+  const first = reporter.close();
+  await reporter.close();
+  t.like(reporter.stats, { delivered: 23, queued: 0 }, 'the second close() resolved only once everything was delivered');
+  await c.close();
+  await first;
+  t.deepEqual(failed, []);
+  t.is((await records(subject)).length, stamped.length);
+});

@@ -99,6 +99,7 @@ export class Reporter {
   private due = false;
   private forced = false;
   private closed = false;
+  private closing: Promise<void> | undefined;
   private closeListeners: Array<() => void> = [];
   /** Aborted when close()'s time is up: delivery stops and what is left goes to `abandoned`. */
   private readonly giveUp = new AbortController();
@@ -179,8 +180,14 @@ export class Reporter {
    * Flushes, then refuses further events. After `closeTimeoutMs` it stops trying and hands
    * whatever is still undelivered to `onError`.
    */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
+    // Every caller (a shutdown handler, the client's close()) waits for the one delivery:
+    // resolving early would let the client close the connections under it.
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;

@@ -140,6 +140,7 @@ export class Transport {
   private readonly reset: boolean;
   private readonly userAgent: string;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(options: TransportOptions) {
     const url = new URL(options.url);
@@ -232,9 +233,10 @@ export class Transport {
     });
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
     this.closed = true;
-    await this.pool.close();
+    // A second close() resolves when the connections are closed, not before.
+    this.closing ??= this.pool.close();
+    return this.closing;
   }
 }
