@@ -83,13 +83,18 @@ export class VaultClient {
   readonly #reporters = new Set<Reporter>();
 
   constructor(options: VaultClientOptions) {
-    if (!options.apiKey) throw new TypeError('apiKey is required');
+    // An API key is printable ASCII without spaces (the vault's rule), so whitespace around it,
+    // such as the newline at the end of a secret's file, is no part of it. Anything else
+    // could never sign in, and a control character would fail each request inside undici.
+    const apiKey = options.apiKey?.trim();
+    if (!apiKey) throw new TypeError('apiKey is required');
+    if (!/^[\x21-\x7e]+$/.test(apiKey)) throw new TypeError('apiKey must be printable ASCII, without spaces');
     this.#options = options;
     checkKeyForm(options.encryptionKey, 'encryptionKey');
     checkKeyForm(options.decryptionKey, 'decryptionKey');
     refusePrivateKey(options.encryptionKey);
     this.#transport = new Transport(options);
-    this.#authorization = `Bearer ${options.apiKey}`;
+    this.#authorization = `Bearer ${apiKey}`;
     const keys = { encryptionKey: options.encryptionKey, decryptionKey: options.decryptionKey };
     const send: Send = async (request) => dataOf(request, await this.exchange(request));
     const raw: Send = async (request) => jsonOf(request, await this.exchange(request));

@@ -1,6 +1,8 @@
 /** Key helpers: generation in the header format, conversions, files and environment. */
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -124,6 +126,31 @@ test('a client, its groups and its reporter show no API key or private key when 
   })) {
     for (const secret of secrets) t.false(shown.includes(secret), `${name} shows ${secret.slice(0, 12)}…`);
   }
+});
+
+test('an API key read with a trailing newline is sent without it; one that could never sign in is refused at once, unquoted', async (t) => {
+  const seen: Array<string | undefined> = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers.authorization);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const fromFile = new VaultClient({ url, apiKey: '  secret-api-key-0123456789\r\n', keepAlive: false });
+  t.teardown(() => fromFile.close());
+  t.deepEqual(await fromFile.tags.list(), []);
+  const fromEnv = await clientFromEnv({ VAULT_URL: url, VAULT_API_KEY: 'secret-api-key-0123456789\n' }, { keepAlive: false });
+  t.teardown(() => fromEnv.close());
+  t.deepEqual(await fromEnv.tags.list(), []);
+  t.deepEqual(seen, ['Bearer secret-api-key-0123456789', 'Bearer secret-api-key-0123456789']);
+
+  for (const apiKey of ['secret api key 0123456789', 'secret-api-key-\n0123456789', 'secret-api-key-0123456789\u00e9']) {
+    const err = t.throws(() => new VaultClient({ url, apiKey }), { instanceOf: TypeError, message: 'apiKey must be printable ASCII, without spaces' });
+    t.false(err!.message.includes('secret'));
+  }
+  t.throws(() => new VaultClient({ url, apiKey: ' \n' }), { instanceOf: TypeError, message: 'apiKey is required' });
+  t.is(seen.length, 2);
 });
 
 test('clientFromEnv needs an API key', async (t) => {
