@@ -10,7 +10,7 @@ import { DataPointApi, EntityApi } from './api/data.js';
 import { DefinitionApi, EntityTypeApi, RegulationApi, TagApi } from './api/registry.js';
 import { AlertApi, RuleApi } from './api/rules.js';
 import { isVaultApiError, VaultApiError } from './errors.js';
-import { checkKeyForm } from './keys.js';
+import { headerForm } from './keys.js';
 import { Reporter, type ReporterOptions } from './reporter.js';
 import { Transport, type Request, type Response, type TransportOptions } from './transport.js';
 import type { Readiness, SearchQuery, SearchRequest, SearchResult, VaultStats } from './types.js';
@@ -80,6 +80,7 @@ export class VaultClient {
   readonly #options: VaultClientOptions;
   readonly #transport: Transport;
   readonly #authorization: string;
+  readonly #keys: { encryptionKey?: string; decryptionKey?: string };
   readonly #reporters = new Set<Reporter>();
 
   constructor(options: VaultClientOptions) {
@@ -89,13 +90,12 @@ export class VaultClient {
     const apiKey = options.apiKey?.trim();
     if (!apiKey) throw new TypeError('apiKey is required');
     if (!/^[\x21-\x7e]+$/.test(apiKey)) throw new TypeError('apiKey must be printable ASCII, without spaces');
+    const keys = { encryptionKey: headerForm(options.encryptionKey, 'encryptionKey'), decryptionKey: headerForm(options.decryptionKey, 'decryptionKey') };
+    refusePrivateKey(keys.encryptionKey);
     this.#options = options;
-    checkKeyForm(options.encryptionKey, 'encryptionKey');
-    checkKeyForm(options.decryptionKey, 'decryptionKey');
-    refusePrivateKey(options.encryptionKey);
+    this.#keys = keys;
     this.#transport = new Transport(options);
     this.#authorization = `Bearer ${apiKey}`;
-    const keys = { encryptionKey: options.encryptionKey, decryptionKey: options.decryptionKey };
     const send: Send = async (request) => dataOf(request, await this.exchange(request));
     const raw: Send = async (request) => jsonOf(request, await this.exchange(request));
     this.entities = new EntityApi(send, '/entities', keys);
@@ -118,13 +118,14 @@ export class VaultClient {
   }
 
   private exchange<T>(request: Request): Promise<Response<T>> {
-    // The client's own keys were checked when it was made; a key given for one call is checked here.
-    for (const [name, value] of Object.entries(request.headers ?? {})) {
+    // The client's own keys were put in header form when it was made; a key given for one call is here.
+    const headers: Record<string, string | undefined> = { ...request.headers, authorization: this.#authorization };
+    for (const [name, value] of Object.entries(headers)) {
       const header = name.toLowerCase();
-      if (header === 'x-encryption-key' && value !== this.#options.encryptionKey) checkKeyForm(value, 'encryptionKey');
-      if (header === 'x-decryption-key' && value !== this.#options.decryptionKey) checkKeyForm(value, 'decryptionKey');
+      if (header === 'x-encryption-key' && value !== this.#keys.encryptionKey) headers[name] = headerForm(value, 'encryptionKey');
+      if (header === 'x-decryption-key' && value !== this.#keys.decryptionKey) headers[name] = headerForm(value, 'decryptionKey');
     }
-    return this.#transport.send<T>({ ...request, headers: { ...request.headers, authorization: this.#authorization } });
+    return this.#transport.send<T>({ ...request, headers });
   }
 
   /**

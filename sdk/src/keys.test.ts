@@ -153,6 +153,39 @@ test('an API key read with a trailing newline is sent without it; one that could
   t.is(seen.length, 2);
 });
 
+test('a key given as a PEM, or as base64 wrapped over lines, is sent in the header form the vault takes', async (t) => {
+  const seen: Array<{ encryption?: string; decryption?: string }> = [];
+  const server = createServer((req, res) => {
+    seen.push({ encryption: req.headers['x-encryption-key'] as string | undefined, decryption: req.headers['x-decryption-key'] as string | undefined });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // What `base64 key.pem` prints: 76 columns a line.
+  const wrapped = (pem: string) => Buffer.from(pem, 'utf8').toString('base64').replace(/.{76}/g, '$&\n');
+  const store = [{ attribute: 'A', value: 'v' }];
+
+  const client = new VaultClient({ url, apiKey: 'k'.repeat(20), encryptionKey: pair.publicPem, decryptionKey: pair.privatePem, keepAlive: false });
+  t.teardown(() => client.close());
+  await client.dataSubjects.storeAttributes('s', store);
+  await client.dataSubjects.getAttribute('s', 'A');
+  await client.dataSubjects.storeAttributes('s', store, { encryptionKey: wrapped(pair.publicPem) });
+  await client.data.get('p', { decryptionKey: wrapped(pair.privatePem) });
+  await client.dataSubjects.getAttributes('s', { decryptionKey: `\r\n${pair.privatePem.replaceAll('\n', '\r\n')}` });
+  const wrappedClient = new VaultClient({ url, apiKey: 'k'.repeat(20), encryptionKey: wrapped(pair.publicPem), decryptionKey: wrapped(pair.privatePem), keepAlive: false });
+  t.teardown(() => wrappedClient.close());
+  await wrappedClient.dataSubjects.storeAttributes('s', store);
+  await wrappedClient.data.get('p');
+
+  t.is(seen.length, 7);
+  for (const { encryption, decryption } of seen) {
+    if (encryption !== undefined) t.is(parsePublicKeyHeader(encryption).export({ type: 'spki', format: 'pem' }), pair.publicPem);
+    if (decryption !== undefined) t.is(parsePrivateKeyHeader(decryption).export({ type: 'pkcs8', format: 'pem' }), pair.privatePem);
+    t.true((encryption ?? decryption) !== undefined);
+  }
+});
+
 test('clientFromEnv needs an API key', async (t) => {
   await t.throwsAsync(clientFromEnv({}), { message: 'VAULT_API_KEY is not set' });
   await t.throwsAsync(clientFromEnv({ VAULT_API_KEY: 'k'.repeat(20), VAULT_ENCRYPTION_KEY: pair.privateKey }), { message: /^VAULT_ENCRYPTION_KEY does not hold/ });

@@ -55,12 +55,18 @@ function pemIn(key: string, source: string): string | undefined {
 }
 
 /**
- * Refuses a key the vault would refuse for its form, so the caller learns where the key is
- * given rather than from the first request. A value that is no PEM at all is the vault's to
- * refuse (400), as before.
+ * The header value of a key given to the client: base64 of the PEM it holds, whether it came
+ * as a PEM or as base64 wrapped over lines (`base64 key.pem`), neither of which can go in a
+ * header as it is. Refuses a key the vault would refuse for its form, so the caller learns
+ * where the key is given rather than from the first request. A value that is no PEM at all
+ * is the vault's to refuse (400), as before.
  */
-export function checkKeyForm(key: string | undefined, source: string): void {
-  if (key !== undefined) pemIn(key, source);
+export function headerForm(key: string, source: string): string;
+export function headerForm(key: string | undefined, source: string): string | undefined;
+export function headerForm(key: string | undefined, source: string): string | undefined {
+  if (key === undefined) return undefined;
+  const pem = pemIn(key, source);
+  return pem === undefined ? key : Buffer.from(pem, 'utf8').toString('base64');
 }
 
 /**
