@@ -2,8 +2,11 @@
  * Report-only audit logs, the activity log and the reporter, through the SDK against a real
  * vault process (and, for the sidecar mode, a real sidecar on the local Redis).
  */
+import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import test from 'ava';
 import { VaultApiError, VaultNetworkError } from './errors.js';
 import type { StampedEvent } from './reporter.js';
@@ -543,4 +546,27 @@ test('reporter: a second close() (or the client\'s) waits for the first to deliv
   await first;
   t.deepEqual(failed, []);
   t.is((await records(subject)).length, stamped.length);
+});
+
+test('reporter: a batch retried in the background does not keep the process alive; an awaited flush() does', async (t) => {
+  const sdk = fileURLToPath(new URL('./index.ts', import.meta.url));
+  const gone = `http://127.0.0.1:${await freePort()}`;
+  const run = async (limits: string, ending: string) => {
+    const script = `
+      const { VaultClient } = await import(${JSON.stringify(sdk)});
+      const vault = new VaultClient({ url: ${JSON.stringify(gone)}, apiKey: 'k'.repeat(20), retry: false });
+      const reporter = vault.reporter({ flushIntervalMs: 10, minDelayMs: 200, maxDelayMs: 200, ${limits}, defaults: { applicationId: 'shop' }, onError: (e, events) => console.log('given up', events.length) });
+      reporter.report({ eventType: 'STORE', subjectId: 's', data: { attribute: 'A' } });
+      ${ending}`;
+    const started = Date.now();
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import=tsx', '--input-type=module', '-e', script], { timeout: 20_000 });
+    return { stdout, ms: Date.now() - started };
+  };
+  // The script's work outlasts the first send, so the batch is being retried when it ends.
+  const ended = await run('retryForMs: 60_000', `await new Promise((resolve) => setTimeout(resolve, 300)); console.log('done');`);
+  t.is(ended.stdout, 'done\n');
+  t.true(ended.ms < 15_000, `the process ended ${ended.ms} ms after it started, not at the end of retryForMs`);
+  // A top-level await that nothing keeps alive ends the process with code 13, and execFile rejects.
+  const flushed = await run('maxAttempts: 4', `await reporter.flush(); console.log('flushed');`);
+  t.is(flushed.stdout, 'given up 1\nflushed\n');
 });

@@ -170,9 +170,16 @@ export class Reporter {
 
   /** Sends everything queued so far and resolves when it is delivered or given up. */
   async flush(): Promise<void> {
-    while (this.queue.length > 0 || this.pump) {
-      this.forced = true;
-      await this.kick();
+    // Whoever awaits a flush keeps the process alive for it; the waits between retries in
+    // the background do not (they are unref'd), as queued events do not.
+    const hold = setInterval(() => {}, 60_000);
+    try {
+      while (this.queue.length > 0 || this.pump) {
+        this.forced = true;
+        await this.kick();
+      }
+    } finally {
+      clearInterval(hold);
     }
   }
 
@@ -272,7 +279,7 @@ export class Reporter {
           this.lastFailure = err instanceof VaultApiError || err instanceof VaultNetworkError ? withAttempts(err, attempt) : err;
           const wait = retryable(err) ? this.retryDelay(err as VaultApiError | VaultNetworkError, attempt, started) : undefined;
           if (wait !== undefined) {
-            await sleep(wait, undefined, { signal: this.giveUp.signal }).catch(() => {});
+            await sleep(wait, undefined, { signal: this.giveUp.signal, ref: false }).catch(() => {});
             attempt++;
           } else if (err instanceof VaultApiError && err.index !== undefined && err.index >= 0 && err.index < pending.length) {
             // The bulk is atomic: nothing was recorded, so the others are simply sent again.
