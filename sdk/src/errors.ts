@@ -41,8 +41,9 @@ export class VaultApiError extends Error {
 export class VaultNetworkError extends Error {
   override readonly name = 'VaultNetworkError';
   /**
-   * The transport's error code: `ECONNREFUSED`, `ECONNRESET`, `UND_ERR_HEADERS_TIMEOUT`, ...;
-   * `REPORTER_CLOSE_TIMEOUT` for events a reporter's `close()` gave up on.
+   * The transport's error code: `ECONNREFUSED`, `ECONNRESET`, `UND_ERR_HEADERS_TIMEOUT`, a TLS
+   * failure such as `DEPTH_ZERO_SELF_SIGNED_CERT`, `HTTPParserError` for an answer that is not
+   * HTTP, ...; `REPORTER_CLOSE_TIMEOUT` for events a reporter's `close()` gave up on.
    */
   readonly code: string;
   readonly method: string;

@@ -3,8 +3,13 @@
  * ones, on connection errors only), timeouts, keep-alive, cancellation, a vault restart,
  * and the licence answers of a vault with a restricted licence.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTlsServer } from 'node:https';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import { VaultClient } from './client.js';
 import { VaultAbortError, VaultApiError, VaultNetworkError } from './errors.js';
@@ -195,6 +200,57 @@ test('headersTimeout and bodyTimeout end a stalled request with a network error'
   t.teardown(() => c2.close());
   const body = await t.throwsAsync(c2.tags.list(), { instanceOf: VaultNetworkError });
   t.is(body?.code, 'UND_ERR_BODY_TIMEOUT');
+});
+
+test('no HTTP answer: an untrusted certificate, TLS to a plain port, a server that is not HTTP are VaultNetworkErrors, not retried', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sdk-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+  let tlsHits = 0;
+  const tls = createTlsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_req, res) => {
+    tlsHits++;
+    res.end();
+  });
+  let notHttpHits = 0;
+  const sockets = new Set<Socket>();
+  const notHttp: TcpServer = createTcpServer((socket) => {
+    notHttpHits++;
+    sockets.add(socket);
+    socket.end('SSH-2.0-OpenSSH_9.6\r\n');
+  });
+  for (const server of [tls, notHttp]) {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  }
+  // Runs first: a server closes only once its connections have.
+  t.teardown(() => {
+    tls.closeAllConnections();
+    for (const socket of sockets) socket.destroy();
+  });
+  const plain = await rawServer(t, (_req, res) => res.end());
+  const port = (server: { address(): unknown }) => (server.address() as AddressInfo).port;
+  const cases = {
+    untrusted: `https://127.0.0.1:${port(tls)}`,
+    tlsToPlain: plain.url.replace('http:', 'https:'),
+    notHttp: `http://127.0.0.1:${port(notHttp)}`,
+  };
+  for (const [name, url] of Object.entries(cases)) {
+    const c = new VaultClient({ url, apiKey: 'k'.repeat(20), retry: fast });
+    t.teardown(() => c.close());
+    const err = await t.throwsAsync(c.tags.list(), { instanceOf: VaultNetworkError }, name);
+    t.is(err?.attempts, 1, `${name}: sending again would meet the same`);
+    t.is(err?.path, '/tags');
+    t.regex(err!.code, /^[A-Z_]+$|^HTTPParserError$/, name);
+    t.truthy(err?.cause, name);
+  }
+  t.is(tlsHits + plain.hits(), 0, 'no request reached a server');
+  t.is(notHttpHits, 1);
+
+  // A header undici refuses is the caller's mistake, not the network's.
+  const c = new VaultClient({ url: plain.url, apiKey: 'k'.repeat(20), retry: fast });
+  t.teardown(() => c.close());
+  const refused = await t.throwsAsync(c.request({ method: 'GET', path: '/tags', headers: { 'x-note': 'a\nb' }, idempotent: true }));
+  t.false(refused instanceof VaultNetworkError);
 });
 
 test('an aborted request rejects with a VaultAbortError, and is not retried', async (t) => {

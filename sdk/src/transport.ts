@@ -90,6 +90,9 @@ const CONNECTION_ERRORS = new Set([
  */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/** Errors undici raises for the call's own arguments (a header value it cannot send): the caller's, not the network's. */
+const CALLER_ERRORS = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
+
 function connectionErrorCode(err: unknown): string | undefined {
   for (let e = err as { code?: unknown; cause?: unknown; errors?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
     if (typeof e.code === 'string' && CONNECTION_ERRORS.has(e.code)) return e.code;
@@ -188,7 +191,14 @@ export class Transport {
         // Before the codes: an abort can surface as the reset it caused, and must not be retried.
         if (signal?.aborted) throw aborted(request, attempt, err);
         const code = connectionErrorCode(err);
-        if (code === undefined) throw err;
+        if (code === undefined) {
+          const own = (err as { code?: unknown } | undefined)?.code;
+          if (typeof own === 'string' && CALLER_ERRORS.has(own)) throw err;
+          // A certificate not trusted, TLS to a plain port, an answer that is not HTTP: no
+          // answer arrived all the same. Sending again would meet the same failure.
+          const name = typeof own === 'string' ? own : err instanceof Error ? err.name : 'UNKNOWN';
+          throw new VaultNetworkError({ code: name, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
+        }
         if (attempt >= maxAttempts || !(request.idempotent || NOT_SENT.has(code))) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
         try {
           await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal });
