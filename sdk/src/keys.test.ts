@@ -96,11 +96,14 @@ test('loadKeysFromEnv: values or files; a private key only when one is configure
 });
 
 test('a client refuses a private key where the public one belongs', async (t) => {
-  const message = 'encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads';
-  t.throws(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), encryptionKey: pair.privateKey }), { message });
+  // A VaultKeyError naming the option, as the loaders' refusal of the same mistake is.
+  const refused = { instanceOf: VaultKeyError, message: 'encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads' };
+  const made = t.throws(() => new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), encryptionKey: pair.privateKey }), refused);
+  t.is(made?.source, 'encryptionKey');
   const client = new VaultClient({ url: 'http://127.0.0.1:1', apiKey: 'k'.repeat(20), retry: false });
   t.teardown(() => client.close());
-  await t.throwsAsync(client.dataSubjects.storeAttributes('s', [{ attribute: 'A', value: 'v' }], { encryptionKey: pair.privatePem }), { message });
+  const perCall = await t.throwsAsync(client.dataSubjects.storeAttributes('s', [{ attribute: 'A', value: 'v' }], { encryptionKey: pair.privatePem }), refused);
+  t.is(perCall?.source, 'encryptionKey');
   t.true(isPrivateKey(pair.privateKey));
   t.false(isPrivateKey(pair.publicKey));
 });

@@ -3,6 +3,7 @@
  * each group, and paging.
  */
 import type { Request } from '../transport.js';
+import { VaultKeyError } from '../errors.js';
 import { isPrivateKey } from '../keys.js';
 
 export interface CallOptions {
@@ -24,7 +25,7 @@ export const seg = encodeURIComponent;
 /** The encryption key travels on every store: it must never be the private half. */
 export function refusePrivateKey(encryptionKey: string | undefined): void {
   if (encryptionKey !== undefined && isPrivateKey(encryptionKey)) {
-    throw new TypeError('encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads');
+    throw new VaultKeyError({ source: 'encryptionKey', message: 'encryptionKey holds a private key; stores take the public key, and the private key is only sent on reads' });
   }
 }
 
