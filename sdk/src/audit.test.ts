@@ -570,3 +570,28 @@ test('reporter: a batch retried in the background does not keep the process aliv
   const flushed = await run('maxAttempts: 4', `await reporter.flush(); console.log('flushed');`);
   t.is(flushed.stdout, 'given up 1\nflushed\n');
 });
+
+test('reporter: an async onError that rejects (a dead-letter store that is down) is contained as a throwing one is', async (t) => {
+  const unhandled: unknown[] = [];
+  const record = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', record);
+  t.teardown(() => process.off('unhandledRejection', record));
+  const subject = unique('subj');
+  const handed: StampedEvent[] = [];
+  const reporter = v.admin.reporter({
+    batchSize: 10,
+    flushIntervalMs: 60_000,
+    defaults: { applicationId: 'shop' },
+    onError: async (_error, events) => {
+      handed.push(...events);
+      throw new Error('the dead-letter store is down');
+    },
+  });
+  const poison = reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: AGE, value: 'not a number' } });
+  const ok = reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: AGE, value: 7 } });
+  await reporter.close();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.deepEqual(handed, [poison]);
+  t.deepEqual(unhandled, []);
+  t.deepEqual((await records(subject)).map((r) => r.eventId), [ok.eventId]);
+});

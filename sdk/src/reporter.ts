@@ -56,7 +56,8 @@ export interface ReporterOptions {
   /**
    * Events that could not be delivered: refused (a VaultApiError whose message is the
    * vault's or the sidecar's reason) or undeliverable within `retryForMs` (the error's
-   * `attempts` is how often the reporter sent the batch). Default: a process warning.
+   * `attempts` is how often the reporter sent the batch). Default: a process warning. It may
+   * be async; what it throws or rejects with is ignored and delivery goes on.
    */
   onError?: (error: VaultApiError | VaultNetworkError, events: StampedEvent[]) => void;
 }
@@ -315,7 +316,9 @@ export class Reporter {
   private fail(error: VaultApiError | VaultNetworkError, events: StampedEvent[]): void {
     this.counts.failed += events.length;
     try {
-      this.onError(error, events);
+      const handled: unknown = this.onError(error, events);
+      // An async handler that rejects is contained as a throwing one is, not left to crash the process.
+      if (handled instanceof Promise) handled.catch(() => {});
     } catch {
       // A throwing handler must not stall delivery of everything after it.
     }
