@@ -37,12 +37,15 @@ export interface VaultClientOptions extends TransportOptions {
  */
 function unusable(request: Request, res: Response<unknown>, lacking: string): VaultApiError {
   const type = res.headers['content-type'];
+  // The answer to a request that sent a key (a value read, a store) holds values, cut off or
+  // not: an error is logged, so it keeps the answer of other requests only.
+  const holdsValues = Object.keys(request.headers ?? {}).some((name) => /^x-(en|de)cryption-key$/i.test(name));
   return new VaultApiError({
     status: res.status,
     message: `The ${res.status} answer (${type === undefined ? 'no content type' : String(type)}) ${lacking}`,
     method: request.method,
     path: request.path.split('?')[0],
-    body: res.body,
+    body: holdsValues ? undefined : res.body,
   });
 }
 

@@ -10,6 +10,7 @@ import { createServer as createTlsServer } from 'node:https';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import test from 'ava';
 import { VaultClient } from './client.js';
 import { VaultAbortError, VaultApiError, VaultNetworkError } from './errors.js';
@@ -177,6 +178,29 @@ test('a 2xx answer that is not the vault\'s JSON is a VaultApiError naming the s
   await apiError(t, c.search({ query: { attributes: ['X'] } }), 200, 'The 200 answer (application/json) is not JSON');
   next = 3;
   await apiError(t, c.stats(), 200, 'The 200 answer (application/json) has no data member');
+});
+
+test('an unusable 2xx answer to a value read or store is a VaultApiError without that answer: it holds the values', async (t) => {
+  const cutOff = '{"data":[{"dataPointId":"p","attribute":"SSN","value":"078-05-1120"';
+  const { url } = await rawServer(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(cutOff);
+  });
+  const c = new VaultClient({ url, apiKey: 'k'.repeat(20), encryptionKey: v.keys.publicKey, decryptionKey: v.keys.privateKey, retry: false });
+  t.teardown(() => c.close());
+  for (const call of [
+    () => c.data.get('p'),
+    () => c.dataSubjects.getAttribute('s', 'SSN'),
+    () => c.entities.getAttributes('s'),
+    () => c.dataSubjects.storeAttributes('s', [{ attribute: 'SSN', value: '078-05-1120' }]),
+  ]) {
+    const err = await apiError(t, call(), 200, 'The 200 answer (application/json) is not JSON');
+    t.is(err.body, undefined);
+    t.false(inspect(err, { depth: Infinity, showHidden: true }).includes('078-05-1120'));
+  }
+  // Other answers keep theirs, to show what stood in for the vault.
+  const other = await apiError(t, c.tags.list(), 200, 'The 200 answer (application/json) is not JSON');
+  t.is(other.body, cutOff);
 });
 
 test('headersTimeout and bodyTimeout end a stalled request with a network error', async (t) => {
