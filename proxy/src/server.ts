@@ -27,6 +27,10 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     // warnings and errors come through.
     loggerInstance: log.child({ component: 'http' }, { level: log.levelVal > 40 ? log.level : 'warn' }) as FastifyBaseLogger,
     bodyLimit: config.bodyLimit,
+    // `/deadletters/:id` takes an eventId, up to 512 characters and 12 each once
+    // percent-encoded: Fastify's default of 100 answered 414 for longer ones. As the vault's,
+    // bounded only by the request line's own limit, so any other id is simply not found.
+    routerOptions: { maxParamLength: 65_536 },
     forceCloseConnections: 'idle',
     clientErrorHandler: answerClientError,
     ...receiving(config.requestTimeoutMs),

@@ -142,6 +142,24 @@ test('replay of everything, discard, and the API refusing bad input', async (t) 
   t.deepEqual(vault.recordedIds(), [body.accepted[0], body.accepted[2], body.accepted[3]].map((a) => a.eventId));
 });
 
+test('a dead letter is found and discarded by an eventId of any allowed length, in any script', async (t) => {
+  const { sidecar } = await refusingBadSubjects(t, 'long-event-id');
+  // 512 characters, the most an eventId may have; percent-encoded in a path, 3072.
+  const longest = 'é'.repeat(512);
+  const { body } = await postEvents(sidecar.url, [makeEvent(0, { subjectId: 'bad-1', eventId: longest })]);
+  t.deepEqual(body.accepted.map((a) => a.eventId), [longest]);
+  await waitFor(async () => (await getJson(`${sidecar.url}/deadletters`)).body.total === 1, { message: 'one dead letter' });
+
+  const path = `${sidecar.url}/deadletters/${encodeURIComponent(longest)}`;
+  const found = await getJson(path);
+  t.is(found.status, 200);
+  t.is(found.body.eventId, longest);
+  t.is((await fetch(path, { method: 'DELETE' })).status, 204);
+  t.is((await getJson(path)).status, 404);
+  const tooLong = await getJson(`${sidecar.url}/deadletters/${'x'.repeat(5000)}`);
+  t.deepEqual(tooLong, { status: 404, body: { statusCode: 404, error: 'Not Found', message: 'no such dead letter' } }, 'longer than any eventId: simply not there');
+});
+
 test('replay refuses a mistyped body instead of replaying every dead letter; {} still replays all', async (t) => {
   const { vault, sidecar } = await refusingBadSubjects(t, 'replay-body');
   await postEvents(sidecar.url, [makeEvent(0, { subjectId: 'bad-1' }), makeEvent(1, { subjectId: 'bad-2' })]);
