@@ -462,8 +462,8 @@ test('events lost to a body over the limit are logged, without the body', async 
     return found.length === 2 ? found : undefined;
   }, { message: 'two warnings' });
   t.is(lines.filter((l) => l.msg.startsWith('events lost')).length, 2);
-  t.like(lost[0], { level: 40, component: 'proxy', route: 2, reason: 'request-body-unavailable', events: 1 });
-  t.like(lost[1], { level: 40, component: 'proxy', route: 1, reason: 'response-body-unavailable', events: 2 });
+  t.like(lost[0], { level: 40, component: 'proxy', route: 2, reason: 'request-body-unavailable', eventCount: 1 });
+  t.like(lost[1], { level: 40, component: 'proxy', route: 1, reason: 'response-body-unavailable', eventCount: 2 });
   const text = JSON.stringify(lines);
   for (const secret of ['secret-address', 'clerk-secret', 'u-7@example.test', '+49 30']) t.false(text.includes(secret), secret);
 });
@@ -516,9 +516,9 @@ test('JSON bodies are read in their declared charset; in one Node cannot decode,
     const found = lines.filter((l) => String(l.reason).endsWith('-body-unavailable'));
     return found.length === 2 ? found : undefined;
   }, { message: 'two warnings' });
-  t.like(lost[0], { level: 40, component: 'proxy', route: 0, reason: 'response-body-unavailable', events: 2, contentType: 'application/json; charset=x-klingon' });
+  t.like(lost[0], { level: 40, component: 'proxy', route: 0, reason: 'response-body-unavailable', eventCount: 2, contentType: 'application/json; charset=x-klingon' });
   t.is(lost[0].msg, "events lost: the response body's charset cannot be decoded");
-  t.like(lost[1], { level: 40, component: 'proxy', route: 0, reason: 'request-body-unavailable', events: 2, contentType: 'application/json; charset=x-klingon' });
+  t.like(lost[1], { level: 40, component: 'proxy', route: 0, reason: 'request-body-unavailable', eventCount: 2, contentType: 'application/json; charset=x-klingon' });
   t.is(lost[1].msg, "events lost: the request body's charset cannot be decoded");
   t.is(await lostEvents('request-body-unavailable', other.url), lostRequest + 1);
   t.is(await lostEvents('response-body-unavailable', other.url), lostResponse + 1);

@@ -153,7 +153,7 @@ export class ReverseProxy {
     const succeeded = upstream.statusCode >= 200 && upstream.statusCode < 300;
     if (succeeded && match?.undecodable) {
       this.options.metrics.proxyEventsLost.inc({ reason: 'undecodable-path' }, match.route.attributes.length);
-      this.options.log.warn({ route: match.route.index, events: match.route.attributes.length }, 'events lost: the path does not decode');
+      this.options.log.warn({ route: match.route.index, eventCount: match.route.attributes.length }, 'events lost: the path does not decode');
     }
     const reporting = match !== undefined && succeeded && !match.undecodable;
     const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
@@ -191,13 +191,14 @@ export class ReverseProxy {
     const reason = `${body}-body-unavailable` as const;
     this.options.metrics.proxyEventsLost.inc({ reason });
     const { route } = match;
-    const events = route.subjectId?.kind === body ? route.attributes.length : route.attributes.filter((a) => a.source?.kind === body).length;
+    // `eventCount`, not `events`: the log redacts a field of that name, meant for whole events.
+    const eventCount = route.subjectId?.kind === body ? route.attributes.length : route.attributes.filter((a) => a.source?.kind === body).length;
     if (contentType !== undefined) {
       // The header is the upstream's or the client's: bounded, since it lands in the log.
-      this.options.log.warn({ route: route.index, reason, events, contentType: contentType.slice(0, 200) }, `events lost: the ${body} body's charset cannot be decoded`);
+      this.options.log.warn({ route: route.index, reason, eventCount, contentType: contentType.slice(0, 200) }, `events lost: the ${body} body's charset cannot be decoded`);
       return;
     }
-    this.options.log.warn({ route: route.index, reason, events }, `events lost: the ${body} body is not at hand (over the limit, not JSON, or cut short)`);
+    this.options.log.warn({ route: route.index, reason, eventCount }, `events lost: the ${body} body is not at hand (over the limit, not JSON, or cut short)`);
   }
 
   private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {

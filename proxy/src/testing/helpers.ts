@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { SidecarConfig } from '../config.js';
 import { startSidecar, type SidecarHandle } from '../index.js';
+import { createLogger } from '../logger.js';
 import type { ExternalActivityEvent, StampedEvent } from '../ingest/event.js';
 import { jobName, type EventsJobData } from '../queue/producer.js';
 import { FakeVault } from './fake-vault.js';
@@ -265,7 +266,10 @@ export const quietLogger = () => pino({ level: process.env.SIDECAR_TEST_LOG ?? '
 
 export type LogLine = { level: number; msg: string; component?: string } & Record<string, unknown>;
 
-/** A logger that keeps what it writes, a parsed object per line, for tests of what is logged. */
+/**
+ * A logger that keeps what it writes, a parsed object per line, for tests of what is logged:
+ * the sidecar's own, redaction included, so a test sees each line as an operator would.
+ */
 export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLine[] } {
   const lines: LogLine[] = [];
   const sink = new Writable({
@@ -274,7 +278,7 @@ export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLin
       done();
     },
   });
-  return { logger: pino({ level }, sink), lines };
+  return { logger: createLogger(level, sink), lines };
 }
 
 /** Starts an embedded sidecar on free ports with test-friendly timings; the caller closes it. */
