@@ -135,3 +135,21 @@ test('describeConfig hides the API key, the ingest token and the Redis password'
   t.true(JSON.parse(shown).ingestTokenSet, 'but says a token is set');
   t.false(describeConfig(loadConfig({ SIDECAR_API_KEY: 'k' })).ingestTokenSet, 'or that none is');
 });
+
+test('a URL that does not parse is named without the password in it', (t) => {
+  // An unencoded `/` or `#` in a password, as base64 and generated passwords hold.
+  for (const [variable, url] of [
+    ['REDIS_URL', 'redis://:s3cr/et#pw@127.0.0.1:6379'],
+    ['REDIS_URL', 'redis://default:s3cr/et#pw@redis.internal:6379/0'],
+    ['SIDECAR_VAULT_URL', 'https://sidecar:s3cr/et#pw@vault.internal'],
+    ['SIDECAR_UPSTREAM', 'http://app:s3cr/et#pw@127.0.0.1:3000'],
+  ]) {
+    const env: Record<string, string> = { SIDECAR_API_KEY: 'k', SIDECAR_ROUTES: 'r.json', [variable]: url };
+    const err = t.throws(() => loadConfig(env), { message: new RegExp(`${variable} must be a URL`) });
+    t.false(err?.message.includes('s3cr'), err?.message);
+    t.false(err?.message.includes('pw'), err?.message);
+  }
+  t.throws(() => loadConfig({ SIDECAR_API_KEY: 'k', REDIS_URL: 'redis://:s3cr/et@127.0.0.1:6379' }), {
+    message: 'invalid sidecar configuration:\n  - REDIS_URL must be a URL, got "redis://***@127.0.0.1:6379" (percent-encode any of : / ? # [ ] @ in its user name or password)',
+  });
+});

@@ -268,12 +268,23 @@ function checkUrl(value: unknown, label: string, protocols: string[], problems: 
   try {
     url = new URL(value);
   } catch {
-    problems.push(`${label} must be a URL, got ${JSON.stringify(value)}`);
+    const shown = withoutCredentials(value);
+    const hint = shown === value ? '' : ' (percent-encode any of : / ? # [ ] @ in its user name or password)';
+    problems.push(`${label} must be a URL, got ${JSON.stringify(shown)}${hint}`);
     return;
   }
   if (!protocols.includes(url.protocol)) {
     problems.push(`${label} must use ${protocols.join(' or ')}, got ${JSON.stringify(url.protocol)}`);
   }
+}
+
+/**
+ * A URL that does not parse cannot have its password replaced by URL's own setter, and the
+ * likeliest reason it does not parse is a password with an unencoded `/` or `#` in it: so
+ * everything up to the last `@` goes, which may hide more than the password, never less.
+ */
+function withoutCredentials(url: string): string {
+  return url.replace(/^([^:/?#]*:\/\/)[^]*@/, '$1***@');
 }
 
 /** A copy safe to log: the API key and the ingest token are never written anywhere. */
