@@ -150,11 +150,16 @@ test('eventIds are unique and STORE answers include the dataPointId', (t) => {
   t.is(prepareBatch(read).accepted[0].dataPointId, undefined);
 });
 
-test('ISO date-times', (t) => {
-  for (const ok of ['2024-05-01T12:00:00Z', '2024-05-01T12:00Z', '2024-02-29T23:59:59.999999+14:00', '2024-05-01t12:00:00z']) {
-    t.true(isIsoDateTime(ok), ok);
-  }
-  for (const bad of ['2024-05-01', '2024-13-01T00:00:00Z', '2024-04-31T00:00:00Z', '2024-05-01T24:00:00Z', '2024-05-01T12:00:00', '2024-05-01T12:00:00+25:00', '2016-12-31T23:59:60Z']) {
+test('ISO date-times, the forms the vault takes and no others', (t) => {
+  const forms = [
+    '2024-05-01T12:00:00Z', '2024-05-01T12:00Z', '2024-02-29T23:59:59.999999+14:00', '2024-05-01t12:00:00z',
+    // What Python's isoformat() and Java's LocalDateTime write, a date alone, a space for the T:
+    // the vault records each, so an application moving to the sidecar must not see them refused.
+    '2024-05-01T12:00:00.123456', '2024-05-01T12:00:00', '2024-05-01', '2024-05-01 12:00:00Z', '2024-05-01T24:00:00Z',
+  ];
+  for (const ok of forms) t.true(isIsoDateTime(ok), ok);
+  for (const ok of forms) t.is(messageFor({ ...read, timestamp: ok }), '(accepted)', ok);
+  for (const bad of ['2024-13-01T00:00:00Z', '2024-04-31T00:00:00Z', '2024-05-01T12', '2024-05-01T12:00:00+25:00', '2016-12-31T23:59:60Z', '20240501T120000Z', '1714564800000', '2024-05-01 noon', `2024-05-01T12:00:00.${'0'.repeat(60)}Z`]) {
     t.false(isIsoDateTime(bad), bad);
   }
 });

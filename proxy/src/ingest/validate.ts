@@ -95,18 +95,23 @@ function checkOptionalString(value: unknown, field: string): Validation | undefi
   return undefined;
 }
 
-const dateTime = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?([Zz]|[+-](\d{2}):?(\d{2}))$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-/** RFC 3339 date-time (seconds optional), with real calendar ranges: Date.parse alone rolls 02-30 over. */
+/**
+ * An ISO 8601 date or date-time as the vault reads one (parseIsoDate in core/src/util/time.ts):
+ * whatever Date.parse takes, up to 64 characters, starting with a day the calendar has, since
+ * Date.parse rolls 02-30 over into March. So a date alone and a local time without an offset
+ * (Python's isoformat(), Java's LocalDateTime) pass, as they do at the vault; the string is
+ * queued as sent, for the vault to read it as it would have.
+ */
 export function isIsoDateTime(value: string): boolean {
-  const m = dateTime.exec(value);
+  if (value.length > 64) return false;
+  const m = /^(\d{4})-(\d{2})-(\d{2})/.exec(value);
   if (!m) return false;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number);
-  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
   if (month < 1 || month > 12 || day < 1) return false;
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (day > daysInMonth || hour > 23 || minute > 59 || second > 59) return false;
-  if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return false;
   return !Number.isNaN(Date.parse(value));
 }
 
