@@ -163,3 +163,29 @@ test('ISO date-times, the forms the vault takes and no others', (t) => {
     t.false(isIsoDateTime(bad), bad);
   }
 });
+
+test('null counts as absent, as at the vault: a client that sends its unset members as null is not refused', (t) => {
+  const now = new Date('2024-01-02T03:04:05.000Z');
+  const unset = {
+    eventType: 'READ', applicationId: 'app', dataPointId: 'dp1', subjectId: null, eventId: null, timestamp: null,
+    applicationUser: null, dataStoreName: null, dataStoreServer: null, dataStoreEntityName: null,
+    location: { country: null, subdivision: null, city: null },
+    data: { attribute: 'email', value: null, dataPointId: null, regulations: null, tags: null, sensitivity: null, reportOnly: null, accessibility: null },
+  };
+  const outcome = prepareBatch([unset, { ...read, data: null, location: null }, { ...read, timestamp: '' }], now);
+  t.deepEqual(outcome.rejected, []);
+  const [first, second, third] = outcome.events;
+  // Queued without them; a value of null is a value, and stays.
+  t.deepEqual(first, {
+    eventType: 'READ', applicationId: 'app', dataPointId: 'dp1', location: {}, data: { attribute: 'email', value: null },
+    eventId: first!.eventId, timestamp: now.toISOString(),
+  });
+  t.deepEqual(second, { ...read, eventId: second!.eventId, timestamp: now.toISOString() });
+  t.is(third!.timestamp, now.toISOString(), 'an empty timestamp is the acceptance time, as the vault reads it');
+
+  // What is required stays required.
+  t.is(messageFor({ ...store, subjectId: null }), 'event 0: field "subjectId" is required for STORE events');
+  t.is(messageFor({ ...read, applicationId: null }), 'event 0: field "applicationId" is required');
+  t.is(messageFor({ ...read, eventType: null }), 'event 0: field "eventType" is required');
+  t.is(messageFor({ ...store, data: null }), 'event 0: field "data.attribute" is required for STORE events');
+});

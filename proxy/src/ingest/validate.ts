@@ -162,9 +162,52 @@ function checkTimestamp(timestamp: unknown, now: number): Validation | undefined
   return undefined;
 }
 
+/**
+ * The vault takes null for any member as its absence (serialisers of client objects, Jackson's
+ * and Json.NET's by default, write every unset member as null), and an empty timestamp as none:
+ * so does the sidecar, and queues the event without them. `data.value` null is a value, kept.
+ * Copies only an event that has such a member.
+ */
+function withoutUnset(event: Record<string, unknown>): Record<string, unknown> {
+  // Loops rather than Object.entries: this runs once per ingested event, and most have none.
+  let found = false;
+  for (const key in event) {
+    if (isUnset(key, event[key]) || holdsNull(event[key])) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) return event;
+  const copy: Record<string, unknown> = {};
+  for (const key in event) {
+    const value = event[key];
+    if (isUnset(key, value)) continue;
+    copy[key] = (key === 'data' || key === 'location') && holdsNull(value) ? withoutNulls(value as Record<string, unknown>) : value;
+  }
+  return copy;
+}
+
+function isUnset(key: string, value: unknown): boolean {
+  return value === null || (key === 'timestamp' && value === '');
+}
+
+/** Whether an object has a member that is null, `value` (a value of null) aside. */
+function holdsNull(value: unknown): boolean {
+  if (!isPlainObject(value)) return false;
+  for (const key in value) if (value[key] === null && key !== 'value') return true;
+  return false;
+}
+
+function withoutNulls(object: Record<string, unknown>): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const key in object) if (object[key] !== null || key === 'value') copy[key] = object[key];
+  return copy;
+}
+
 /** `now` (epoch ms) is the acceptance time a timestamp may be at most a day ahead of. */
-export function validateEvent(raw: unknown, now: number = Date.now()): Validation {
-  if (!isPlainObject(raw)) return fail('(event)', 'must be a JSON object');
+export function validateEvent(given: unknown, now: number = Date.now()): Validation {
+  if (!isPlainObject(given)) return fail('(event)', 'must be a JSON object');
+  const raw = withoutUnset(given);
   for (const key of Object.keys(raw)) {
     if (!topLevel.has(key)) return fail(key, 'is not a known field');
   }
