@@ -265,6 +265,30 @@ test('deadletters: a sidecar it cannot reach is named with how to point elsewher
   t.deepEqual(badPort.err, ['Invalid configuration: SIDECAR_PORT must be an integer from 1 to 65535, got "eighty" (or name the sidecar with --sidecar URL)']);
 });
 
+test('deadletters: an answer that is not JSON (the proxy port, another service) is named, not a JSON parse error', async (t) => {
+  const { createServer } = await import('node:http');
+  // What the proxy port forwards to: the application's own 404 page, or nothing at all.
+  const server = createServer((req, res) => {
+    if (req.url === '/deadletters') {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end('<html><body>Cannot GET /deadletters</body></html>');
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const how = `is ${base} the sidecar's own API (SIDECAR_PORT, 8084 by default), not its proxy port or another service?`;
+  const list = io();
+  t.is(await runCli(['deadletters', '--sidecar', base], list.io), 1);
+  t.deepEqual(list.err, [`Failed: ${base}/deadletters answered HTTP 404 with a body that is not JSON: ${how}`]);
+  const replay = io();
+  t.is(await runCli(['deadletters', '--replay', '--sidecar', base], replay.io), 1);
+  t.deepEqual(replay.err, [`Failed: ${base}/deadletters/replay answered HTTP 404 with an empty body: ${how}`]);
+});
+
 test('PostgreSQL: a backup that fails leaves the file already under its name as it was', async (t) => {
   const database = await createPostgresDatabase();
   t.teardown(() => database.drop());

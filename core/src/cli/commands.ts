@@ -62,7 +62,16 @@ export const commands: Record<string, Command> = {
         const why = cause?.code ?? cause?.message ?? (err as Error).message;
         throw new Error(`could not reach the sidecar at ${base} (${why}): is it running there? Name its address with --sidecar URL, or its port with SIDECAR_PORT`);
       }
-      io.out(JSON.stringify(await res.json(), null, 2));
+      const text = await res.text();
+      let answer: unknown;
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        // The likeliest cause is the proxy port, whose answers are the application's.
+        const what = text.trim() === '' ? 'an empty body' : 'a body that is not JSON';
+        throw new Error(`${url} answered HTTP ${res.status} with ${what}: is ${base} the sidecar's own API (SIDECAR_PORT, 8084 by default), not its proxy port or another service?`);
+      }
+      io.out(JSON.stringify(answer, null, 2));
       return res.ok ? 0 : 1;
     },
   },
