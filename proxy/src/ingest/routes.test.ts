@@ -98,6 +98,12 @@ test.serial('400 with the same shape when nothing is accepted', async (t) => {
   t.is(empty.status, 400);
   t.deepEqual(empty.body.accepted, []);
   t.is(empty.body.message, 'the request contains no events');
+  // No body at all, with or without a JSON content type: no events either, not a bad "event 0".
+  for (const headers of [{}, { 'content-type': 'application/json' }] as Record<string, string>[]) {
+    const res = await fetch(`${sidecar.url}/events`, { method: 'POST', headers });
+    t.is(res.status, 400);
+    t.deepEqual(await res.json(), { accepted: [], rejected: [], message: 'the request contains no events' });
+  }
 });
 
 async function postRaw(body: string, contentType = 'application/json') {

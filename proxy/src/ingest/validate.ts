@@ -320,9 +320,12 @@ export interface IngestOutcome {
   rejected: { index: number; message: string }[];
 }
 
-/** Validates and stamps a request body (one event or an array); invalid ones don't stop the rest. */
+/**
+ * Validates and stamps a request body (one event or an array); invalid ones don't stop the rest.
+ * No body at all holds no events, as an empty array, rather than one bad "event 0".
+ */
 export function prepareBatch(body: unknown, now: Date = new Date()): IngestOutcome {
-  const items = Array.isArray(body) ? body : [body];
+  const items = body === undefined ? [] : Array.isArray(body) ? body : [body];
   const outcome: IngestOutcome = { events: [], accepted: [], rejected: [] };
   const stampedAt = now.toISOString();
   items.forEach((item, index) => {
