@@ -238,6 +238,22 @@ test('deadletters sends the sidecar ingest token from the environment and asks f
   ]);
 });
 
+test('deadletters pages past the first 100 with --offset and --limit, as GET /deadletters does', async (t) => {
+  const { createServer } = await import('node:http');
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"offset":100,"limit":50,"total":250,"items":[]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const sidecar = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  t.is(await runCli(['deadletters', '--sidecar', sidecar, '--offset', '100', '--limit', '50'], io().io), 0);
+  t.is(await runCli(['deadletters', '--sidecar', sidecar, '--offset', '200', '--values'], io().io), 0);
+  t.deepEqual(seen, ['/deadletters?offset=100&limit=50', '/deadletters?offset=200&values=true']);
+});
+
 test('deadletters: a sidecar it cannot reach is named with how to point elsewhere; SIDECAR_PORT sets the default', async (t) => {
   const { createServer } = await import('node:http');
   const server = createServer((_req, res) => {

@@ -40,17 +40,24 @@ export const commands: Record<string, Command> = {
 
   deadletters: {
     summary: "List a sidecar's dead letters, or replay them",
-    usage: 'vault deadletters [--sidecar URL] [--values] [--replay]  (URL defaults to http://127.0.0.1:$SIDECAR_PORT, else :8084; sends SIDECAR_INGEST_TOKEN when set)',
+    usage: 'vault deadletters [--sidecar URL] [--values] [--offset N] [--limit N] [--replay]  (100 from the oldest unless paged; URL defaults to http://127.0.0.1:$SIDECAR_PORT, else :8084; sends SIDECAR_INGEST_TOKEN when set)',
     options: {
       sidecar: { type: 'string' },
       replay: { type: 'boolean', default: false },
       values: { type: 'boolean', default: false },
+      offset: { type: 'string' },
+      limit: { type: 'string' },
     },
     async run({ values }, io) {
       const base = (values.sidecar === undefined ? defaultSidecarUrl(io.env) : String(values.sidecar)).replace(/\/$/, '');
       const token = io.env.SIDECAR_INGEST_TOKEN?.trim();
       const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-      const url = values.replay ? `${base}/deadletters/replay` : `${base}/deadletters${values.values ? '?values=true' : ''}`;
+      // The sidecar checks offset and limit itself and names what is wrong with them.
+      const query = new URLSearchParams();
+      if (values.offset !== undefined) query.set('offset', String(values.offset));
+      if (values.limit !== undefined) query.set('limit', String(values.limit));
+      if (values.values) query.set('values', 'true');
+      const url = values.replay ? `${base}/deadletters/replay` : `${base}/deadletters${query.size > 0 ? `?${query}` : ''}`;
       let res: Response;
       try {
         res = values.replay
