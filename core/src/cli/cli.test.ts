@@ -305,6 +305,16 @@ test('deadletters: an answer that is not JSON (the proxy port, another service) 
   t.deepEqual(replay.err, [`Failed: ${base}/deadletters/replay answered HTTP 404 with an empty body: ${how}`]);
 });
 
+test('vault sidecar runs the sidecar from the same environment, as npm run sidecar does', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  // Without SIDECAR_API_KEY the sidecar refuses to start, naming it: proof it is the sidecar that ran.
+  const run = spawnSync(process.execPath, [new URL('../../bin/vault.mjs', import.meta.url).pathname, 'sidecar'], {
+    env: { PATH: process.env.PATH, SIDECAR_PORT: '1' }, encoding: 'utf8', timeout: 60_000,
+  });
+  t.is(run.status, 78, run.stderr);
+  t.is(run.stderr, 'vault-sidecar: invalid sidecar configuration:\n  - SIDECAR_API_KEY is required (the vault API key sent as a Bearer token)\n');
+});
+
 test('PostgreSQL: a backup that fails leaves the file already under its name as it was', async (t) => {
   const database = await createPostgresDatabase();
   t.teardown(() => database.drop());

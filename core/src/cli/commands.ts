@@ -23,6 +23,16 @@ export const commands: Record<string, Command> = {
     },
   },
 
+  sidecar: {
+    summary: 'Run the sidecar (same as npm run sidecar)',
+    usage: 'vault sidecar  (configured by SIDECAR_* and REDIS_URL, as proxy/README.md lists them)',
+    async run() {
+      // The sidecar's own entry point: it reads the environment, handles signals and exits by itself.
+      await import('@vault/proxy/main.js');
+      return new Promise<number>(() => {});
+    },
+  },
+
   migrate: {
     summary: 'Apply every pending database migration (the server also does this on start)',
     usage: 'vault migrate',
