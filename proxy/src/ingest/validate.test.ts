@@ -14,6 +14,7 @@ test('valid events of every type pass', (t) => {
   // 512 characters, as the vault counts them: 1,024 UTF-16 units.
   t.true(validateEvent({ ...store, subjectId: '😀'.repeat(512) }).ok);
   t.true(validateEvent(read).ok);
+  t.true(validateEvent({ ...read, applicationUser: '😀'.repeat(1024), dataStoreName: 'd'.repeat(1024) }).ok);
   t.true(validateEvent({ ...read, eventType: 'DELETE' }).ok);
   t.true(
     validateEvent({
@@ -58,6 +59,8 @@ const cases: [string, unknown, string][] = [
   ['sensitivity not string', { ...read, data: { sensitivity: 3 } }, 'event 0: field "data.sensitivity" must be a string'],
   ['accessibility not string', { ...read, data: { accessibility: [] } }, 'event 0: field "data.accessibility" must be a string'],
   ['data.dataPointId not string', { ...read, data: { dataPointId: 1 } }, 'event 0: field "data.dataPointId" must be a string'],
+  ['applicationUser over 1,024 characters', { ...read, applicationUser: 'u'.repeat(1025) }, 'event 0: field "applicationUser" must be at most 1024 characters'],
+  ['dataStoreEntityName over 1,024 characters', { ...read, dataStoreEntityName: '😀'.repeat(1025) }, 'event 0: field "dataStoreEntityName" must be at most 1024 characters'],
   ['STORE naming two points', { ...store, dataPointId: 'p-1', data: { ...store.data, dataPointId: 'p-2' } }, 'event 0: field "data.dataPointId" names a different point than dataPointId'],
   ['unknown data field', { ...read, data: { colour: 'red' } }, 'event 0: field "data.colour" is not a known field'],
   ['bad timestamp', { ...read, timestamp: 'yesterday' }, 'event 0: field "timestamp" must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds'],

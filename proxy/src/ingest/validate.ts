@@ -95,6 +95,19 @@ function checkOptionalString(value: unknown, field: string): Validation | undefi
   return undefined;
 }
 
+/**
+ * The vault's bound on who did it and where: an application user is often a client's own
+ * header in proxy mode, and one over it could only become a dead letter no replay mends.
+ */
+const maxOriginLength = 1024;
+
+function checkOriginString(value: unknown, field: string): Validation | undefined {
+  const problem = checkOptionalString(value, field);
+  if (problem || typeof value !== 'string') return problem;
+  if (value.length > maxOriginLength && characters(value) > maxOriginLength) return fail(field, `must be at most ${maxOriginLength} characters`);
+  return undefined;
+}
+
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /**
@@ -233,7 +246,7 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
   if (problem) return problem;
 
   for (const field of optionalStrings) {
-    const p = checkOptionalString(raw[field], field);
+    const p = checkOriginString(raw[field], field);
     if (p) return p;
   }
 

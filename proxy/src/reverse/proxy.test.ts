@@ -423,8 +423,12 @@ test.serial('events the traffic shows but that cannot be built are counted as lo
     t.is(res.statusCode, 200, path);
     await res.body.dump();
   }
-  // A subject id over 512 characters; a NUL, which the vault could never store.
-  await waitFor(async () => (await lostEvents('invalid-event')) === invalid + 4, { message: 'invalid events counted' });
+  // An application user over the vault's 1,024 characters, from a client's header.
+  const longUser = await request(`${proxy}/users/u-long-user`, { headers: { 'x-user': 'U'.repeat(1025) } });
+  t.is(longUser.statusCode, 200);
+  await longUser.body.dump();
+  // A subject id over 512 characters; a NUL, which the vault could never store; the user.
+  await waitFor(async () => (await lostEvents('invalid-event')) === invalid + 6, { message: 'invalid events counted' });
   // Drain the pipeline with a matched request, then check that nothing else reached the vault.
   await (await request(`${proxy}/users/u-marker`)).body.dump();
   await waitFor(() => eventsFor((e) => e.subjectId === 'u-marker').length === 2, { message: 'marker events' });
