@@ -1,7 +1,7 @@
 import test from 'ava';
 import { connect } from 'node:net';
 import { FakeVault } from './testing/fake-vault.js';
-import { cleanupRedis, freePort, getJson, makeEvent, postEvents, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
+import { cleanupRedis, freePort, getJson, makeEvent, metricValue, postEvents, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
 
 test('healthz, readyz and Prometheus metrics', async (t) => {
   const prefix = uniquePrefix('server');
@@ -67,6 +67,33 @@ test('a vault refusing the key shows in /readyz and is retried slowly, sparing t
   await waitFor(() => vault.records.length === 1, { timeoutMs: 10_000, message: 'delivered once the key is accepted' });
   await waitFor(async () => (await getJson(`${sidecar.url}/readyz`)).body.vault === undefined, { message: 'the refusal cleared' });
   t.pass();
+});
+
+test('a SIDECAR_VAULT_URL answering 200 with something other than the vault\'s answer delivers nothing and shows in /readyz', async (t) => {
+  const prefix = uniquePrefix('server-not-vault');
+  const { createServer } = await import('node:http');
+  // A catch-all web server: 200 and a page for any request.
+  const other = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Welcome</html>'));
+  });
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  const sidecar = await startTestSidecar({
+    apiKey: 'k', vaultUrl: `http://127.0.0.1:${(other.address() as { port: number }).port}`, prefix, retryBaseMs: 10, retryMaxMs: 2000, batchMs: 0,
+  });
+  t.teardown(async () => {
+    await sidecar.close();
+    await new Promise((r) => other.close(r));
+    await cleanupRedis(prefix);
+  });
+  t.is((await postEvents(sidecar.url, [makeEvent(1)])).status, 202);
+  const refused = await waitFor(async () => {
+    const r = await getJson(`${sidecar.url}/readyz`);
+    return r.body.vault ? r : undefined;
+  }, { message: 'the wrong URL shown' });
+  t.like(refused.body, { status: 'ready', vault: "refuses the sidecar (http 200, not the vault's answer): check SIDECAR_VAULT_URL" });
+  t.is(await metricValue(sidecar.url, 'sidecar_events_delivered_total'), 0);
+  t.is(await metricValue(sidecar.url, 'sidecar_buffered_events'), 1, 'the event still held, for the right vault');
 });
 
 test('not ready while Redis is unreachable, but alive', async (t) => {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { SidecarConfig } from './config.js';
 import { registerDeadLetterRoutes } from './delivery/dead-letter-routes.js';
 import type { DeadLetterQueue } from './delivery/dead-letters.js';
+import { NOT_THE_VAULT } from './delivery/vault-client.js';
 import type { DeliveryWorker } from './delivery/worker.js';
 import { installIngestAuth } from './auth.js';
 import { answerClientError, describeFailure, discardBody, errorBody, installJsonParser, receiving, refuseOversizedContinue } from './http.js';
@@ -65,7 +66,10 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     const body = { status: ready ? 'ready' : 'not ready', redis, worker: worker.state };
     // Still ready: events are taken and wait safely in Redis. But an operator must see it.
     const refusal = worker.vaultRefusal;
-    if (refusal) Object.assign(body, { vault: `refuses the sidecar (${refusal}): check SIDECAR_API_KEY` });
+    if (refusal) {
+      const check = refusal.endsWith(NOT_THE_VAULT) ? 'SIDECAR_VAULT_URL' : 'SIDECAR_API_KEY';
+      Object.assign(body, { vault: `refuses the sidecar (${refusal}): check ${check}` });
+    }
     return reply.code(ready ? 200 : 503).send(body);
   });
 

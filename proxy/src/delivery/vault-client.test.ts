@@ -70,6 +70,13 @@ const classifications: [string, number, string, Record<string, string>, (t: any,
     (t, r) => t.like(r, { kind: 'rejected', status: 409, index: 1 })],
   ['429 is retried after Retry-After', 429, '{}', { 'retry-after': '3' }, (t, r) => t.like(r, { kind: 'retry', retryAfterMs: 3000 })],
   ['500 is retried', 500, '{}', {}, (t, r) => t.like(r, { kind: 'retry', reason: 'http 500' })],
+  // A wrong SIDECAR_VAULT_URL whose server answers any POST with 200: taken as delivered, the
+  // events were gone, recorded nowhere.
+  ['200 that is not the vault\'s answer (a web page) is retried as a wrong URL, never taken as delivered', 200, '<html>Welcome</html>', {},
+    (t, r) => t.like(r, { kind: 'retry', status: 200, reason: "http 200, not the vault's answer", configuration: true })],
+  ['200 without a summary for every event is not the vault\'s answer either', 200, '[{"eventId":"e0"}]', {},
+    (t, r) => t.like(r, { kind: 'retry', status: 200, configuration: true })],
+  ['204 with no body is not the vault\'s answer', 204, '', {}, (t, r) => t.like(r, { kind: 'retry', status: 204, configuration: true })],
   ['503 is retried', 503, '{}', {}, (t, r) => t.like(r, { kind: 'retry', status: 503 })],
 ];
 

@@ -43,6 +43,9 @@ const retryable4xx = new Set([408, 425, 429]);
  * an `index` they are about one event (a READ of an unknown data point is a 404, an attribute
  * the key may not touch a 403) and that event is dead-lettered.
  */
+/** Ends the retry reason (metric label, /readyz detail) of a 2xx that is not a bulk answer. */
+export const NOT_THE_VAULT = "not the vault's answer";
+
 const configurationErrors = new Set([401, 403, 404, 405, 421]);
 
 export class VaultClient implements VaultSender {
@@ -84,7 +87,14 @@ export class VaultClient implements VaultSender {
     }
 
     if (status >= 200 && status < 300) {
-      return { kind: 'ok', status, summaries: parseJson(text) };
+      const summaries = parseJson(text);
+      // The vault answers a bulk with a summary per event. Anything else came from a server
+      // that is not the vault (a wrong SIDECAR_VAULT_URL answering any POST): taken as
+      // delivered, the events were gone, recorded nowhere. Retried like a refused key instead.
+      if (!Array.isArray(summaries) || summaries.length !== events.length) {
+        return { kind: 'retry', reason: `http ${status}, ${NOT_THE_VAULT}`, status, configuration: true };
+      }
+      return { kind: 'ok', status, summaries };
     }
     const retryAfterMs = parseRetryAfter(retryAfter);
     if (status >= 500 || status < 400 || retryable4xx.has(status)) {
