@@ -16,6 +16,8 @@ test('valid events of every type pass', (t) => {
   t.true(validateEvent(read).ok);
   t.true(validateEvent({ ...read, applicationUser: '😀'.repeat(1024), dataStoreName: 'd'.repeat(1024) }).ok);
   t.true(validateEvent({ ...read, eventType: 'DELETE' }).ok);
+  // Tags of 256 characters as the vault counts them, and an empty one, which the vault drops.
+  t.true(validateEvent({ ...read, data: { tags: ['😀'.repeat(256), ''] } }).ok);
   t.true(
     validateEvent({
       ...read,
@@ -55,6 +57,8 @@ const cases: [string, unknown, string][] = [
   ['empty attribute', { ...read, data: { attribute: '' } }, 'event 0: field "data.attribute" must be a non-empty string'],
   ['regulations not an array', { ...read, data: { regulations: 'GDPR' } }, 'event 0: field "data.regulations" must be an array of strings'],
   ['tag not a string', { ...read, data: { tags: ['a', 3] } }, 'event 0: field "data.tags[1]" must be a string'],
+  ['tag with a control character', { ...read, data: { tags: ['ok', 'bad\u0005'] } }, 'event 0: field "data.tags[1]" must not contain control characters'],
+  ['tag of 257 emoji', { ...read, data: { tags: ['😀'.repeat(257)] } }, 'event 0: field "data.tags[0]" must be at most 256 characters'],
   ['reportOnly not boolean', { ...read, data: { reportOnly: 'yes' } }, 'event 0: field "data.reportOnly" must be a boolean'],
   ['sensitivity not string', { ...read, data: { sensitivity: 3 } }, 'event 0: field "data.sensitivity" must be a string'],
   ['accessibility not string', { ...read, data: { accessibility: [] } }, 'event 0: field "data.accessibility" must be a string'],

@@ -157,6 +157,24 @@ function checkStringArray(value: unknown, field: string): Validation | undefined
 }
 
 /**
+ * The vault's rule for a tag name (checkTagNames in core/src/tags/service.ts), as an event's
+ * tags are created with its point there: one it refuses could only become a dead letter.
+ * Empty names are dropped by the vault, and NUL is left to `findStringDefect`, which names it.
+ */
+const maxTagLength = 256;
+
+function checkTagNames(value: unknown, field: string): Validation | undefined {
+  const problem = checkStringArray(value, field);
+  if (problem || !Array.isArray(value)) return problem;
+  for (let i = 0; i < value.length; i++) {
+    const tag = value[i] as string;
+    if (CONTROL.test(tag)) return fail(`${field}[${i}]`, 'must not contain control characters');
+    if (tag.length > maxTagLength && characters(tag) > maxTagLength) return fail(`${field}[${i}]`, `must be at most ${maxTagLength} characters`);
+  }
+  return undefined;
+}
+
+/**
  * The vault's bounds on an event's time (parseTimestamp in core/src/audit/events.ts): it keeps
  * the UTC form, which must have a four-digit year, and refuses more than a day ahead of its
  * clock. Time only moves on while an event waits in the queue, so what passes here at
@@ -280,7 +298,7 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
     const p =
       checkId(data.dataPointId, 'data.dataPointId', false) ??
       checkStringArray(data.regulations, 'data.regulations') ??
-      checkStringArray(data.tags, 'data.tags') ??
+      checkTagNames(data.tags, 'data.tags') ??
       checkOptionalString(data.sensitivity, 'data.sensitivity') ??
       checkOptionalString(data.accessibility, 'data.accessibility');
     if (p) return p;
