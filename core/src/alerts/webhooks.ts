@@ -42,9 +42,16 @@ function retryable(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
+/**
+ * Connections one receiver may hold at once; further deliveries queue for one. Unbounded, a
+ * receiver that accepted connections and never answered got a socket per alert in flight,
+ * and an alert storm ran the vault out of file descriptors, failing every request.
+ */
+export const MAX_CONNECTIONS_PER_RECEIVER = 8;
+
 export class WebhookDelivery {
   private options: WebhookOptions;
-  private readonly agent = new Agent({ keepAliveTimeout: 4_000, connect: { timeout: 5_000 } });
+  private readonly agent = new Agent({ connections: MAX_CONNECTIONS_PER_RECEIVER, keepAliveTimeout: 4_000, connect: { timeout: 5_000 } });
   private readonly timers = new Set<NodeJS.Timeout>();
   private pending = 0;
   private idleWaiters: Array<() => void> = [];
@@ -130,7 +137,11 @@ export class WebhookDelivery {
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Drops pending retries (they are logged as given up) and closes the connections. */
+  /**
+   * Drops pending retries (they are logged as given up) and closes the connections, letting
+   * the deliveries under way finish for up to one timeout: those still queued for a receiver
+   * that does not answer would otherwise hold the shutdown a timeout per few alerts.
+   */
   async close(): Promise<void> {
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
@@ -138,6 +149,12 @@ export class WebhookDelivery {
     this.timers.clear();
     this.pending = 0;
     for (const w of this.idleWaiters.splice(0)) w();
-    await this.agent.close();
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      this.agent.close().then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.options.timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (!closed) await this.agent.destroy();
   }
 }
