@@ -66,3 +66,22 @@ test('alerts queued behind a busy receiver are all delivered', async (t) => {
     await slow.stop();
   }
 });
+
+test('credentials in a webhook URL are sent as basic authentication', async (t) => {
+  const authorizations: Array<string | undefined> = [];
+  const guarded = await receiver((req, res) => {
+    authorizations.push(req.headers.authorization);
+    res.statusCode = req.headers.authorization === `Basic ${Buffer.from('vault:p@ss:word').toString('base64')}` ? 204 : 401;
+    res.end();
+  });
+  const url = guarded.url.replace('http://', 'http://vault:p%40ss%3Aword@');
+  const delivery = new WebhookDelivery({ ...DEFAULT_WEBHOOK_OPTIONS, urls: [url], attempts: 1 }, pino({ level: 'silent' }));
+  try {
+    delivery.send('alert-1', { id: 'alert-1' });
+    await delivery.idle();
+    t.deepEqual(authorizations, [`Basic ${Buffer.from('vault:p@ss:word').toString('base64')}`]);
+  } finally {
+    await delivery.close();
+    await guarded.stop();
+  }
+});
