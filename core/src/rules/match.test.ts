@@ -212,3 +212,22 @@ test('all and any combine, nested', (t) => {
   t.true(matches(constraint({ type: 'all', constraints: [] }), data(point('X', 'x'))), 'all of nothing holds');
   t.false(matches(constraint({ type: 'any', constraints: [] }), data(point('X', 'x'))), 'any of nothing does not');
 });
+
+test('an entity-value constraint reads the request once, not once per point judged', (t) => {
+  // Its answer does not depend on the point: asked per point, a store of n values ran the
+  // regular expression n² times, and a 1,000-value store held the event loop for minutes.
+  const c = constraint({ type: 'user', attribute: 'NOTE', predicate: 'regex', value: 'x$' }) as Extract<Constraint, { type: 'user' }>;
+  const regex = c.regex!;
+  let runs = 0;
+  c.regex = {
+    test: (text) => {
+      runs++;
+      return regex.test(text);
+    },
+  };
+  const points = Array.from({ length: 200 }, (_, i) => point('NOTE', `value ${i}`));
+  for (const p of points) t.false(matches(c, { point: p, points, entity: entity() }));
+  t.is(runs, 200);
+  points.push(point('NOTE', 'ends in x'));
+  t.true(matches(c, { point: points[0], points: [...points], entity: entity() }), 'another request is read anew');
+});

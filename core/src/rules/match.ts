@@ -35,6 +35,28 @@ function scoreOf(leaf: Leaf): number {
   return score;
 }
 
+/**
+ * An entity-value constraint reads the whole request, whichever of its points is judged: it is
+ * answered once per request (the points array every subject of one evaluation shares) rather
+ * than once per point, which made a store of n values n² comparisons or regex runs. Rules
+ * change the points' tags and regulations, never their values, so the answer holds throughout.
+ */
+const valueAnswers = new WeakMap<readonly CandidatePoint[], Map<Constraint, boolean>>();
+
+function valueMatches(constraint: Extract<Constraint, { type: 'user' }>, points: readonly CandidatePoint[]): boolean {
+  let answers = valueAnswers.get(points);
+  if (!answers) {
+    answers = new Map();
+    valueAnswers.set(points, answers);
+  }
+  let answer = answers.get(constraint);
+  if (answer === undefined) {
+    answer = leavesOf(points, constraint.attribute).some((leaf) => compareValues(constraint, leaf.value));
+    answers.set(constraint, answer);
+  }
+  return answer;
+}
+
 function listMatch(operator: ListOperator, wanted: readonly string[], has: (name: string) => boolean): boolean {
   switch (operator) {
     case 'any':
@@ -136,8 +158,7 @@ export function matches(constraint: Constraint, subject: Subject): boolean {
     case 'user': {
       // Only values present in the request are known: stored ones are encrypted under keys
       // the vault does not hold. No value for the attribute means the constraint fails.
-      const leaves = leavesOf(subject.points, constraint.attribute);
-      return leaves.some((leaf) => compareValues(constraint, leaf.value));
+      return valueMatches(constraint, subject.points);
     }
     case 'sentiment': {
       const point = subject.point;
