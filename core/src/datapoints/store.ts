@@ -180,10 +180,11 @@ export class DataPointStore {
       });
 
       const ruleEntity: RuleEntity = { id: entity.id, type: entity.type, tags: new Set(entityTags), legalHold: entity.legalHold };
+      const requestPoints = planned.map((p) => p.candidate);
       for (const eventType of ['STORE', 'UPDATE'] as const) {
         const points = planned.filter((p) => (p.replaces ? 'UPDATE' : 'STORE') === eventType).map((p) => p.candidate);
         if (points.length === 0) continue;
-        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, location, eventType, reportOnly: false, rulesVersion: entity.rulesVersion }));
+        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, requestPoints, location, eventType, reportOnly: false, rulesVersion: entity.rulesVersion }));
       }
 
       const now = nowIso();

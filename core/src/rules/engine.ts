@@ -48,6 +48,11 @@ export interface DataRuleContext {
   caller: Caller;
   entity: RuleEntity;
   points: CandidatePoint[];
+  /**
+   * Every point of the request, when `points` are some of them: a store judges its first
+   * values and its overwrites apart, yet an entity-value constraint reads the whole request.
+   */
+  requestPoints?: CandidatePoint[];
   location?: Location;
   eventType: 'STORE' | 'UPDATE';
   reportOnly: boolean;

@@ -176,6 +176,21 @@ test('entity value across the request: an e-mail stored with an age under 13 is 
   t.false(older.body.data[0].tags.includes(tag));
 });
 
+test('entity value across the request: a value that overwrites an earlier one is read beside a first one', async (t) => {
+  // A store's new values and its overwrites are judged in two passes (STORE, then UPDATE);
+  // each pass read the values of its own points only, so correcting AGE while adding an
+  // e-mail left the e-mail untagged.
+  const email = await define(uid('EMAIL'));
+  const age = await define(uid('AGE'), 'int');
+  const tag = uid('child').toLowerCase();
+  await rule({ constraint: { type: 'all', constraints: [on(email), { type: 'value', attribute: age, predicate: 'lt', value: 13 }] }, action: { type: 'tag', tag } });
+  const subject = uid('e');
+  t.is((await store(subject, [{ attribute: age, value: 30 }])).status, 200);
+  const corrected = await store(subject, [{ attribute: email, value: 'kid@example.org' }, { attribute: age, value: 10 }]);
+  t.is(corrected.status, 200);
+  t.true(corrected.body.data[0].tags.includes(tag));
+});
+
 test('geolocation: the store’s origin is matched by country and subdivision', async (t) => {
   const attr = await define(uid('LOC'));
   await rule({ constraint: { type: 'all', constraints: [on(attr), { type: 'geolocation', operator: 'any', subdivisions: ['US-CA'] }] }, action: { type: 'block', message: 'not from California' } });

@@ -61,7 +61,8 @@ export class VaultRulesEngine implements RulesEngine {
     const idle = new Map<string, number>();
     // Built once for every rule: `{ ...base, point }` per rule and point took V8's slow path
     // for a literal that opens with a spread (bench/spread.mjs), a microsecond each.
-    const subjects = ctx.points.map((point): Subject & { point: CandidatePoint } => ({ points: ctx.points, entity: ctx.entity, location: ctx.location, eventType: ctx.eventType, point }));
+    const request = ctx.requestPoints ?? ctx.points;
+    const subjects = ctx.points.map((point): Subject & { point: CandidatePoint } => ({ points: request, entity: ctx.entity, location: ctx.location, eventType: ctx.eventType, point }));
 
     for (const rule of set.data) {
       const hits: CandidatePoint[] = [];
