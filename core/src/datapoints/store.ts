@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
+import type { Alert } from '../alerts/service.js';
 import { blindIndex } from '../blindindex/blindindex.js';
 import { sealValue } from '../crypto/envelope.js';
 import { InsertBatch } from '../db/insert-rows.js';
@@ -181,10 +182,11 @@ export class DataPointStore {
 
       const ruleEntity: RuleEntity = { id: entity.id, type: entity.type, tags: new Set(entityTags), legalHold: entity.legalHold };
       const requestPoints = planned.map((p) => p.candidate);
+      const raised: Alert[] = [];
       for (const eventType of ['STORE', 'UPDATE'] as const) {
         const points = planned.filter((p) => (p.replaces ? 'UPDATE' : 'STORE') === eventType).map((p) => p.candidate);
         if (points.length === 0) continue;
-        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, requestPoints, location, eventType, reportOnly: false, rulesVersion: entity.rulesVersion }));
+        effects.push(await rules().evaluateData({ trx, caller, entity: ruleEntity, points, requestPoints, raised, location, eventType, reportOnly: false, rulesVersion: entity.rulesVersion }));
       }
 
       const now = nowIso();

@@ -6,6 +6,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
+import type { Alert } from '../alerts/service.js';
 import type { Database } from '../db/schema.js';
 import type { Leaf } from '../definitions/schema.js';
 
@@ -53,6 +54,11 @@ export interface DataRuleContext {
    * values and its overwrites apart, yet an entity-value constraint reads the whole request.
    */
   requestPoints?: CandidatePoint[];
+  /**
+   * Alerts the operation's earlier evaluations raised, which sit in `trx`: a block in a later
+   * one records them with its own, or its rollback would take them. The engine adds to it.
+   */
+  raised?: Alert[];
   location?: Location;
   eventType: 'STORE' | 'UPDATE';
   reportOnly: boolean;

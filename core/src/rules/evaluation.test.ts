@@ -164,6 +164,22 @@ test('an alert raised before a block is still recorded, though the store is refu
   t.is(alerts[0].dataPointId, undefined, 'no point was stored');
 });
 
+test('an alert a first value raised is recorded when an overwrite in the same store is blocked', async (t) => {
+  // First values and overwrites are judged in two passes: the first pass's alerts went into the
+  // store's transaction, and the second pass's block rolled them back with it.
+  const note = await define(uid('NOTE'), 'string', { repeatable: true });
+  const age = await define(uid('AGE'), 'int');
+  const alertKey = await rule({ constraint: on(note), action: { type: 'alert', message: 'note stored' } });
+  await rule({ constraint: { type: 'all', constraints: [on(age), { type: 'value', attribute: age, predicate: 'lt', value: 13 }] }, action: { type: 'block' } });
+  const subject = uid('e');
+  t.is((await store(subject, [{ attribute: age, value: 30 }])).status, 200);
+  const res = await store(subject, [{ attribute: note, value: 'x' }, { attribute: age, value: 10 }]);
+  t.is(res.status, 403);
+  const alerts = await eventually(() => alertsOf(alertKey), (a) => a.length > 0);
+  t.is(alerts.length, 1);
+  t.is(alerts[0].dataPointId, undefined, 'no point was stored');
+});
+
 test('entity value across the request: an e-mail stored with an age under 13 is tagged', async (t) => {
   const email = await define(uid('EMAIL'));
   const age = await define(uid('AGE'), 'int');

@@ -85,8 +85,9 @@ export class VaultRulesEngine implements RulesEngine {
         case 'block': {
           // Audit events are refused with the interface's text, whatever the block says.
           const message = ctx.reportOnly ? DEFAULT_BLOCK_MESSAGE : (action.message ?? DEFAULT_BLOCK_MESSAGE);
+          const raised = [...(ctx.raised ?? []), ...alerts];
           // A refused store leaves no point behind for its alerts to name.
-          this.alerts.recordDetached(ctx.reportOnly ? alerts : alerts.map(({ dataPointId: _none, ...alert }) => alert));
+          this.alerts.recordDetached(ctx.reportOnly ? raised : raised.map(({ dataPointId: _none, ...alert }) => alert));
           throw forbidden(message);
         }
         case 'retention':
@@ -99,6 +100,7 @@ export class VaultRulesEngine implements RulesEngine {
 
     await this.writeEntityChanges(ctx.trx, ctx.caller, ctx.entity, changes);
     if (idle.size > 0 && !ctx.reportOnly) await this.recordIdleRetention(ctx.trx, ctx.entity.id, idle);
+    ctx.raised?.push(...alerts);
     return this.finish(ctx.trx, alerts);
   }
 
