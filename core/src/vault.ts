@@ -21,6 +21,7 @@ import { operatorActor } from './activity/changes.js';
 import { DefinitionService } from './definitions/service.js';
 import { DataPointService } from './datapoints/service.js';
 import { SearchService } from './search/service.js';
+import { confirmIndexKey } from './blindindex/key-check.js';
 import { EntityService } from './entities/service.js';
 import { EntityTypeService } from './entitytypes/service.js';
 import { RegulationService } from './regulations/service.js';
@@ -161,7 +162,7 @@ export class Vault {
     if (existing) requireDatabaseFile(config);
     else mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     const tightened = keepDataDirPrivate(config.dataDir);
-    const indexKey = loadIndexKey(config, !existing);
+    const { key: indexKey, generated } = loadIndexKey(config);
     const handle = connect({
       url: config.db,
       poolSize: config.dbPoolSize,
@@ -185,6 +186,7 @@ export class Vault {
         } finally {
           await migrating?.destroy();
         }
+        await vault.requireOwnIndexKey(generated);
         await vault.bootstrap(announce);
         vault.retention.start();
         vault.sealer.start();
@@ -202,6 +204,18 @@ export class Vault {
     if (pending.length > 0) {
       throw new Error(`the database is not migrated to this release (${pending.join(', ')} not applied): run \`vault migrate\`, or start this release's vault, first`);
     }
+  }
+
+  /** Before an admin or a key pair is made: a key the database was not indexed with stops the start. */
+  private async requireOwnIndexKey(generated: boolean): Promise<void> {
+    const keyFile = join(this.config.dataDir, 'index.key');
+    const ours = await confirmIndexKey(this.db, this.indexKey, generated ? () => writeSecretFile(keyFile, this.indexKey.toString('base64')) : undefined);
+    if (ours) return;
+    throw new Error(
+      generated
+        ? `there is no blind-index key here (VAULT_INDEX_KEY, or ${keyFile}), and this vault's database was indexed with one: put the one its other processes use (or the one kept with the backup) in place`
+        : `the blind-index key (${this.config.indexKey ? 'VAULT_INDEX_KEY' : keyFile}) is not the one this vault's database was indexed with: give every process the same key (the one kept with the backups), or search would miss what the others stored`,
+    );
   }
 
   private async bootstrap(announce: (message: string) => void): Promise<void> {
@@ -262,21 +276,19 @@ function requireDatabaseFile(config: VaultConfig): void {
 }
 
 /**
- * Without `create`, a vault that has no key yet gets one for this process only, never kept:
- * the command line computes no blind index, and must not leave an index.key that a later
- * start would take for the vault's own.
+ * A generated key is written to index.key only once the database has accepted it
+ * (`confirmIndexKey`); the command line, which computes no blind index, never writes it, so it
+ * leaves no index.key that a later start would take for the vault's own.
  */
-function loadIndexKey(config: VaultConfig, create: boolean): Buffer {
-  if (config.indexKey) return Buffer.from(config.indexKey, 'base64');
+function loadIndexKey(config: VaultConfig): { key: Buffer; generated: boolean } {
+  if (config.indexKey) return { key: Buffer.from(config.indexKey, 'base64'), generated: false };
   const path = join(config.dataDir, 'index.key');
   if (existsSync(path)) {
     const kept = readFileSync(path, 'utf8');
     // An emptied or cut-off file would index every later store under another key, and search
     // would quietly stop finding what was stored before.
     if (!isIndexKey(kept)) throw new Error(`${path} does not hold the base64 of ${MIN_INDEX_KEY_BYTES} or more bytes: put back the copy kept with the backups (a new key would leave every stored value unsearchable)`);
-    return Buffer.from(kept.trim(), 'base64');
+    return { key: Buffer.from(kept.trim(), 'base64'), generated: false };
   }
-  const key = randomBytes(MIN_INDEX_KEY_BYTES);
-  if (create) writeSecretFile(path, key.toString('base64'));
-  return key;
+  return { key: randomBytes(MIN_INDEX_KEY_BYTES), generated: true };
 }

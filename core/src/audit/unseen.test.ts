@@ -290,7 +290,7 @@ test('event ids dedupe registering events: a resent bulk is answered as before a
 
 test('concurrent bulks from two vault processes about the same unseen points register each once and record every event once', async (t) => {
   // A second vault on the same database: what a second replica would do.
-  const other = await startTestVault({ env: { VAULT_DB: v.config.db, VAULT_ADMIN_API_KEY: v.adminKey } });
+  const other = await startTestVault({ env: { VAULT_DB: v.config.db, VAULT_ADMIN_API_KEY: v.adminKey, VAULT_INDEX_KEY: v.config.indexKey! } });
   t.teardown(() => other.close());
   const subject = unique('brownfield');
   const ids = Array.from({ length: 20 }, (_, i) => `crm/${subject}/${i}`);
@@ -315,7 +315,7 @@ test('concurrent bulks from two vault processes about the same unseen points reg
 const onPostgres = process.env.VAULT_TEST_DB === 'postgres' ? test.serial : () => {};
 
 onPostgres('a registration racing another process’s uncommitted registration of the same id waits for it, then finds its point', async (t) => {
-  const other = await startTestVault({ env: { VAULT_DB: v.config.db, VAULT_ADMIN_API_KEY: v.adminKey } });
+  const other = await startTestVault({ env: { VAULT_DB: v.config.db, VAULT_ADMIN_API_KEY: v.adminKey, VAULT_INDEX_KEY: v.config.indexKey! } });
   t.teardown(() => other.close());
   const subject = unique('racer');
   const id = unique('point');

@@ -45,10 +45,9 @@ export const backupCommands: Record<string, Command> = {
       const config = loadConfig(io.env);
       await restoreDatabase(config.db, resolve(String(values.from)), io.env);
       io.out(`Restored ${values.from}`);
-      // A start without the backup's blind-index key would make a new one, and search would
-      // then find nothing stored before.
+      // Said here, not only by the start that refuses it: the key is kept apart from the backup.
       if (!config.indexKey && !existsSync(join(config.dataDir, 'index.key'))) {
-        io.err(`No blind-index key here (VAULT_INDEX_KEY, or ${join(config.dataDir, 'index.key')}): put the one kept with the backup in place before starting the vault, or a new one is made and search finds nothing stored before.`);
+        io.err(`No blind-index key here (VAULT_INDEX_KEY, or ${join(config.dataDir, 'index.key')}): put the one kept with the backup in place before starting the vault: a start without it is refused (or, for a backup of an older release, makes a new one, and search finds nothing stored before).`);
       }
       return 0;
     },

@@ -3,6 +3,7 @@
  * UTC text in both dialects, so the domain code never branches on the database.
  */
 import type { ActivityTables } from '../activity/tables.js';
+import type { BlindIndexTables } from '../blindindex/key-check.js';
 import type { RulesTables } from '../rules/tables.js';
 
 
@@ -173,4 +174,4 @@ export interface RegistryTables {
 }
 
 /** Each module adds its tables here with one intersection member. */
-export type Database = RegistryTables & ActivityTables & RulesTables;
+export type Database = RegistryTables & ActivityTables & RulesTables & BlindIndexTables;

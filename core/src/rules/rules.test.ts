@@ -368,7 +368,7 @@ test('the key and name of a rule, and the names it lists, are counted in charact
 });
 
 test('a rule changed by another vault process is seen at once', async (t) => {
-  const other = await startTestVault({ env: { VAULT_DB: v.config.db } });
+  const other = await startTestVault({ env: { VAULT_DB: v.config.db, VAULT_INDEX_KEY: v.config.indexKey! } });
   try {
     const key = uniqueKey('elsewhere');
     t.is((await other.request('POST', '/rules', { body: { key, constraint: onEmail, action: { type: 'tag', tag: 'from_elsewhere' } } })).status, 201);
