@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort, REPO_ROOT, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
-import { testKeyPair } from '../core/src/testing/harness.js';
+import { createPostgresDatabase, testKeyPair } from '../core/src/testing/harness.js';
+import pg from 'pg';
 
 function start(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
@@ -108,6 +109,32 @@ test('a database that cannot be reached, or a port already taken, stops the star
   const clash = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_ADMIN_API_KEY: 'admin_startup_test_key_0123456789' });
   t.is(await clash.exited, 1);
   t.regex(clash.output(), new RegExp(`The vault could not start: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}\n$`));
+});
+
+test('replicas first started together on a new PostgreSQL database make one admin and one key pair between them', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const indexKey = randomBytes(32).toString('base64');
+  const replicas = await Promise.all(
+    [1, 2, 3].map(async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'vault-replica-'));
+      t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+      const port = await freePort();
+      return { port, ...start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_DB: database.url, VAULT_INDEX_KEY: indexKey, VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' }) };
+    }),
+  );
+  for (const replica of replicas) {
+    t.teardown(() => replica.child.kill('SIGKILL'));
+    await waitForHttp(`http://127.0.0.1:${replica.port}/readyz`);
+  }
+  const printed = replicas.map((r) => r.output()).join('');
+  t.is(printed.match(/Admin API key/g)?.length, 1, printed);
+  t.is(printed.match(/Generated the vault's RSA key pair/g)?.length, 1, printed);
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  t.teardown(() => client.end());
+  t.is((await client.query('select id from applications')).rowCount, 1);
+  t.deepEqual((await client.query('select status from encryption_keys')).rows, [{ status: 'active' }]);
 });
 
 test('an index.key emptied or cut short stops the start, and is not replaced by a new key', async (t) => {

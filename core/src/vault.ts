@@ -5,7 +5,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { ApplicationService } from './applications/service.js';
 import { isIndexKey, MIN_INDEX_KEY_BYTES, type VaultConfig } from './config.js';
@@ -180,14 +180,16 @@ export class Vault {
       if (existing) {
         await vault.requireMigrated();
       } else {
-        const migrating = handle.unbounded?.();
-        try {
-          await migrateToLatest(migrating ?? vault.db);
-        } finally {
-          await migrating?.destroy();
-        }
-        await vault.requireOwnIndexKey(generated);
-        await vault.bootstrap(announce);
+        await oneStartAtATime(handle, async () => {
+          const migrating = handle.unbounded?.();
+          try {
+            await migrateToLatest(migrating ?? vault.db);
+          } finally {
+            await migrating?.destroy();
+          }
+          await vault.requireOwnIndexKey(generated);
+          await vault.bootstrap(announce);
+        });
         vault.retention.start();
         vault.sealer.start();
       }
@@ -246,6 +248,37 @@ export class Vault {
     await this.alerts.webhooks.close();
     await this.opener.close();
     await disconnect(this.handle);
+  }
+}
+
+/** Any number that no other user of the database takes an advisory lock on. */
+const START_LOCK = 0x7661_756c;
+
+/**
+ * Replicas first started together on a new PostgreSQL database would each find no admin and
+ * no key pair, and each make its own (printing admin keys that all work, and leaving all but
+ * the last key pair retired). So a start's migrations and bootstrap wait for any other's, on
+ * a connection of their own: the lock is a transaction's, so an idle timeout of the pool
+ * cannot drop it, and a start that dies releases it with its connection. SQLite has no such
+ * lock to spare (a second writer would wait on the bootstrap's own writes), and one process
+ * per file is its design.
+ */
+async function oneStartAtATime(handle: DatabaseHandle, work: () => Promise<void>): Promise<void> {
+  const own = handle.unbounded?.();
+  if (!own) return work();
+  let locked = false;
+  try {
+    await own.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(${START_LOCK})`.execute(trx);
+      locked = true;
+      await work();
+    });
+  } catch (err) {
+    // Said as the migrations say a database they cannot reach.
+    if (!locked) throw new Error(`the database could not be migrated: ${(err as Error).message}`);
+    throw err;
+  } finally {
+    await own.destroy();
   }
 }
 
