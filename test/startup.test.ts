@@ -111,6 +111,19 @@ test('a database that cannot be reached, or a port already taken, stops the star
   t.regex(clash.output(), new RegExp(`The vault could not start: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}\n$`));
 });
 
+test('a first start on a port already taken prints no admin key and makes nothing', async (t) => {
+  const parent = mkdtempSync(join(tmpdir(), 'vault-taken-'));
+  t.teardown(() => rmSync(parent, { recursive: true, force: true }));
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => void taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const clash = start({ VAULT_DATA_DIR: join(parent, 'data'), VAULT_PORT: String(port), VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '', VAULT_INDEX_KEY: '' });
+  t.is(await clash.exited, 1);
+  t.is(clash.output(), `The vault could not start: listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`);
+  t.deepEqual(readdirSync(parent), [], 'no data directory, database, key pair or admin');
+});
+
 test('replicas first started together on a new PostgreSQL database make one admin and one key pair between them', async (t) => {
   const database = await createPostgresDatabase();
   t.teardown(() => database.drop());

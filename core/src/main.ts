@@ -1,4 +1,5 @@
 import { lookup } from 'node:dns/promises';
+import { createServer } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -36,6 +37,9 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.stderr.write(`Invalid configuration: VAULT_HOST "${config.host}" does not resolve to an address\n`);
     process.exit(2);
   }
+  // Also before anything is created: a port another process holds, or an address that is not
+  // this machine's, failed the listen only after a first start had printed its admin key.
+  await canListen(config.host, config.port);
   const logger = createLogger(config.logLevel);
   const vault = await Vault.open({ config, logger });
   const app = await buildServer(vault);
@@ -66,6 +70,15 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env): Promise<v
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+}
+
+/** Rejects with the error the server's own listen would meet (`listen EADDRINUSE: …`). */
+function canListen(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 /** Drains, finishes requests, closes the database; resolves by `deadline` to whether all of it finished. */
