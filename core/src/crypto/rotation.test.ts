@@ -189,3 +189,24 @@ test('a purge racing a rewrap batch leaves no copy of the purged subject’s dat
   t.deepEqual(copies, [], 'no copy of a destroyed data key');
   t.deepEqual(await w.vault.db.selectFrom('subject_keys').select('id').execute(), []);
 });
+
+test('retire counts every data key left on the active key alone, those stored after the register too', async (t) => {
+  const own = await startTestVault();
+  t.teardown(() => own.close());
+  const attribute = unique('ATTR').toUpperCase();
+  await defineAttribute(own, attribute);
+  const store = async () => {
+    const stored = await own.request('POST', `/datasubjects/${unique('s')}/attributes`, { body: { data: [{ attribute, value: 'x' }] }, headers: { 'x-encryption-key': own.keys.publicKey } });
+    t.is(stored.status, 200);
+  };
+  await store();
+  const oldId = keyFingerprint(createPublicKey(own.keys.publicPem));
+  await own.vault.keyRotation.register(createPublicKey(generateKeyPair(2048).publicPem), operator);
+  // Wrapped under the new key, with a copy under the old one that the retire destroys.
+  await store();
+  await store();
+  t.is(await own.vault.keyRotation.rewrap(own.keys.privateKey, operator), 1);
+  t.is(await own.vault.keyRotation.retire(oldId, operator), 3);
+  const copies = await own.vault.db.selectFrom('subject_key_wraps').select('subject_key_id').execute();
+  t.deepEqual(copies, []);
+});
