@@ -12,7 +12,7 @@ import { recordChange, recordUpsert, type ChangeActor } from '../activity/change
 import type { ActivityLog } from '../activity/log.js';
 import { allDefinitions, findDefinition, type Definition } from './repository.js';
 import { ATTRIBUTE_KEY, isCompatibleChange, normalizeSchema, type Schema } from './schema.js';
-import { characters } from '../util/characters.js';
+import { longerThan } from '../util/characters.js';
 
 /** As sent: absent members of an existing definition keep their value, of a new one get the default. */
 export interface DefinitionInput {
@@ -52,7 +52,7 @@ function resolveKey(input: DefinitionInput): string {
 
 function checkName(name: unknown): string | null | undefined {
   if (name === undefined || name === null) return name;
-  if (typeof name !== 'string' || (name.length > NAME_MAX && characters(name) > NAME_MAX) || CONTROL.test(name)) {
+  if (typeof name !== 'string' || longerThan(name, NAME_MAX) || CONTROL.test(name)) {
     throw badRequest(`Attribute name must be a string of at most ${NAME_MAX} characters, without control characters`);
   }
   return name;

@@ -3,7 +3,7 @@
  * optional member may be sent, and how caller text is echoed in a refusal.
  */
 import { badRequest } from '../errors.js';
-import { characters } from '../util/characters.js';
+import { longerThan } from '../util/characters.js';
 
 export const MAX_LIST = 1_000;
 export const MAX_NAME = 256;
@@ -11,8 +11,7 @@ export const MAX_MESSAGE = 4_096;
 
 export type Json = Record<string, unknown>;
 
-/** Over `max` characters as the messages count them: an emoji is one, not its two UTF-16 halves. */
-export const longerThan = (text: string, max: number) => text.length > max && characters(text) > max;
+export { longerThan };
 
 export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** Optional members may be sent as null (some clients serialise every field). */

@@ -7,3 +7,8 @@ export function characters(text: string): number {
   for (const _ of text) count += 1;
   return count;
 }
+
+/** Over `max` characters as counted above; `length` first, as it can only overcount. */
+export function longerThan(text: string, max: number): boolean {
+  return text.length > max && characters(text) > max;
+}
