@@ -4,6 +4,7 @@
  * holds a list of values of its schema.
  */
 import { badRequest, tooLarge, VaultError } from '../errors.js';
+import { longerThan } from '../util/characters.js';
 import { startsWithCalendarDate } from '../util/time.js';
 
 export const PRIMITIVES = ['string', 'int', 'float', 'boolean', 'date', 'file'] as const;
@@ -13,6 +14,7 @@ export interface StructuredSchema {
 }
 export type Schema = Primitive | StructuredSchema;
 
+/** In characters as a reader counts them (an emoji is one), as the interface states the limit. */
 export const MAX_STRING_LENGTH = 1_048_576;
 const MAX_DEPTH = 32;
 export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]+$/;
@@ -78,7 +80,7 @@ function checkPrimitive(type: Primitive, value: unknown, attribute: string, stat
   switch (type) {
     case 'string':
       if (typeof value !== 'string') throw fail();
-      if (value.length > MAX_STRING_LENGTH) throw tooLarge('Datapoint values may not exceed 1 MB in size');
+      if (longerThan(value, MAX_STRING_LENGTH)) throw tooLarge('Datapoint values may not exceed 1 MB in size');
       return;
     case 'file':
       if (typeof value !== 'string') throw fail();
