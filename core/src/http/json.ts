@@ -9,6 +9,7 @@ export const INVALID_UTF8_MESSAGE = 'Body is not valid UTF-8';
 export const LONE_SURROGATE_MESSAGE = 'Strings may not contain unpaired surrogates';
 export const INVALID_JSON_MESSAGE = 'Body is not valid JSON';
 export const CHARSET_MESSAGE = 'Content type charset must be utf-8';
+export const ENCODING_MESSAGE = 'Content encoding must be identity';
 export const TOO_DEEP_MESSAGE = `Body is nested too deeply (at most ${MAX_JSON_DEPTH} levels)`;
 
 /** Charsets whose text is read exactly as UTF-8: UTF-8 itself, and ASCII, a subset of it. */
@@ -26,6 +27,13 @@ export function utf8Charset(contentType: string | undefined): boolean {
   return true;
 }
 
+/** Whether a Content-Encoding (none is fine) leaves the body as sent: the vault decompresses nothing. */
+export function identityEncoding(contentEncoding: string | string[] | undefined): boolean {
+  if (contentEncoding === undefined) return true;
+  const codings = [contentEncoding].flat().flatMap((h) => h.split(','));
+  return codings.every((c) => ['', 'identity'].includes(c.trim().toLowerCase()));
+}
+
 /**
  * The JSON body parser, the one gate every stored string passes. It refuses, each with a 400
  * naming the problem, rather than store something other than what was sent:
@@ -36,13 +44,15 @@ export function utf8Charset(contentType: string | undefined): boolean {
  *   downstream can overflow the stack;
  * - prototype-poisoning keys (as Fastify's own parser does).
  * A body labelled with another charset (`charset=latin1`) is 415: read as UTF-8 it would be
- * stored as something other than what the client meant. An empty body is no body, since many
+ * stored as something other than what the client meant. So is a compressed one (gzip, br):
+ * read as it is, it would be refused as bytes that are not UTF-8, which hides the cause. An empty body is no body, since many
  * clients send a JSON content type on every DELETE, whatever its charset.
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
     const bytes = raw as Buffer;
+    if (!identityEncoding(request.headers['content-encoding']) && bytes.length > 0) return done(new VaultError(415, ENCODING_MESSAGE), undefined);
     if (!utf8Charset(request.headers['content-type'])) {
       return done(bytes.toString('latin1').trim().length === 0 ? null : new VaultError(415, CHARSET_MESSAGE), undefined);
     }

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { connect, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 
 /** Sends `raw` on a socket of its own and resolves with everything answered until it closes. */
@@ -67,6 +68,25 @@ test('a JSON body in a charset other than UTF-8 is 415 naming the one it takes; 
   }
   // No body, no charset to misread: a DELETE with any JSON content type is still a DELETE.
   const removed = await v.request('DELETE', '/entitytypes/charset_ok_0', { payload: '', headers: { 'content-type': 'application/json; charset=latin1' } });
+  t.is(removed.status, 200);
+});
+
+test('a compressed body is 415 naming the encoding the vault takes, and stores nothing; identity is a plain body', async (t) => {
+  const body = Buffer.from(JSON.stringify({ key: 'encoded_gzip', name: 'x' }));
+  for (const [encoding, payload] of [
+    ['gzip', gzipSync(body)],
+    ['br', body],
+    ['GZIP, identity', gzipSync(body)],
+  ] as const) {
+    const res = await v.request('POST', '/entitytypes', { payload, headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+    t.is(res.status, 415, encoding);
+    t.deepEqual(res.body, { statusCode: 415, error: 'Unsupported Media Type', message: 'Content encoding must be identity' }, encoding);
+  }
+  t.is((await v.request('GET', '/entitytypes/encoded_gzip')).status, 404, 'nothing was stored');
+  const plain = await v.request('POST', '/entitytypes', { payload: JSON.stringify({ key: 'encoded_identity' }), headers: { 'content-type': 'application/json', 'content-encoding': 'Identity' } });
+  t.is(plain.status, 201);
+  // No body, nothing to decode: a DELETE labelled gzip by a client that labels everything is still a DELETE.
+  const removed = await v.request('DELETE', '/entitytypes/encoded_identity', { payload: '', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
   t.is(removed.status, 200);
 });
 
