@@ -53,9 +53,10 @@ const searchBody = {
         { type: 'null' },
       ],
     },
-    // Loose: out-of-range values get the service's message.
-    page: { anyOf: [{ type: 'number' }, { type: 'null' }], description: '0-based page, default 0' },
-    count: { anyOf: [{ type: 'number' }, { type: 'null' }], description: 'Results per page, 1 to 1000, default 100' },
+    // Untyped on purpose: a value out of range or of another type ("5", true) gets the
+    // service's message naming the range, not the validator's account of an anyOf.
+    page: { description: '0-based page: an integer from 0 to 1000000, default 0 (null: the default)' },
+    count: { description: 'Results per page: an integer from 1 to 1000, default 100 (null: the default)' },
   },
 } as const;
 
