@@ -51,6 +51,21 @@ export function isStructured(schema: Schema): schema is StructuredSchema {
   return typeof schema === 'object';
 }
 
+/**
+ * Whether `path` (the sub-attribute keys after the root, as in `KEY.address.city`) names a part
+ * of values of this schema, a leaf or a structure; a list `[phones]` is named `phones`.
+ */
+export function hasSubAttribute(schema: Schema, path: readonly string[]): boolean {
+  let at = schema;
+  for (const key of path) {
+    if (!isStructured(at)) return false;
+    const next = Object.hasOwn(at, key) && listName(key) === undefined ? at[key] : Object.hasOwn(at, `[${key}]`) ? at[`[${key}]`] : undefined;
+    if (next === undefined) return false;
+    at = next;
+  }
+  return true;
+}
+
 /** The name the interface's `Expected [type] ...` message uses. */
 export function typeName(schema: Schema): string {
   return isStructured(schema) ? 'object' : schema;

@@ -49,6 +49,13 @@ function nameList(value: unknown, message: string): string[] {
   return [...new Set(value as string[])];
 }
 
+/** A rule's attribute name, checked on save: its definition must exist, and a `KEY.sub` path must be in its schema. */
+function addAttribute(refs: RuleReferences, name: string): void {
+  const root = rootAttribute(name);
+  refs.attributes.add(root);
+  if (root !== name) refs.subAttributes.add(name);
+}
+
 export function parseConstraint(input: Json, ruleType: RuleType, refs: RuleReferences, depth: number): Constraint {
   if (depth >= MAX_DEPTH) throw badRequest('Rule constraints are nested too deeply');
   const { type } = input;
@@ -78,7 +85,7 @@ function constraintByType(input: Json, type: string, ruleType: RuleType, refs: R
     case 'attribute': {
       const operator = listOperator(input.operator, 'Attribute', false);
       const attributes = nameList(input.attributes, 'Constraint attribute list must be specified as an array');
-      for (const a of attributes) refs.attributes.add(rootAttribute(a));
+      for (const a of attributes) addAttribute(refs, a);
       return { type, operator, attributes };
     }
     case 'tag': {
@@ -175,7 +182,7 @@ function parseEntityValue(input: Json, refs: RuleReferences): Constraint {
   if (!predicate || !PREDICATES.includes(predicate as Predicate)) {
     throw badRequest(`Entity-value attribute constraint predicate ${describe(rawPredicate)} is not supported.`);
   }
-  refs.attributes.add(rootAttribute(attribute));
+  addAttribute(refs, attribute);
   const base = { type: 'user' as const, attribute, predicate: predicate as Predicate, value };
   switch (predicate) {
     case 'lt':

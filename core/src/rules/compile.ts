@@ -26,7 +26,7 @@ export interface ParsedRule {
 }
 
 function emptyReferences(): RuleReferences {
-  return { attributes: new Set(), regulations: new Set(), tags: new Set(), entityTypes: new Set(), actionTags: new Set() };
+  return { attributes: new Set(), regulations: new Set(), tags: new Set(), entityTypes: new Set(), subAttributes: new Set(), actionTags: new Set() };
 }
 
 /** JSON levels a rule may span: MAX_DEPTH constraints of two levels each, plus the rule and a list. */

@@ -42,6 +42,8 @@ export interface RuleReferences {
   regulations: Set<string>;
   tags: Set<string>;
   entityTypes: Set<string>;
+  /** Names written `KEY.sub` (their `KEY` is in `attributes`): each must be in KEY's schema. */
+  subAttributes: Set<string>;
   /** Tags the rule's actions apply: created on save, as tags are created on first use. */
   actionTags: Set<string>;
 }

@@ -19,6 +19,8 @@ import { checkTagNames } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { findDefinitions } from '../definitions/repository.js';
+import { hasSubAttribute } from '../definitions/schema.js';
 import { parseRule } from './compile.js';
 import { actionGroup, type StoredRule } from './model.js';
 import type { RulesTable } from './tables.js';
@@ -52,6 +54,17 @@ function toView(row: RulesTable): RuleView {
   return { ...(JSON.parse(row.definition) as object), key: row.key, executionOrder: row.execution_order, createdDate: row.created_date, modifiedDate: row.modified_date };
 }
 
+/** The interface's 422 `No such attribute` for a `KEY.sub` its definition's schema does not have (KEY exists). */
+async function requireSubAttributes(trx: Kysely<Database>, names: Set<string>): Promise<void> {
+  if (names.size === 0) return;
+  const paths = [...names].map((name) => name.split('.'));
+  const definitions = await findDefinitions(trx, [...new Set(paths.map(([root]) => root))]);
+  for (const [root, ...path] of paths) {
+    const definition = definitions.get(root);
+    if (!definition || !hasSubAttribute(definition.schema, path)) throw unprocessable('No such attribute');
+  }
+}
+
 export class RuleService {
   private cached: RuleSet | undefined;
 
@@ -80,6 +93,7 @@ export class RuleService {
         .where('id', '=', 1)
         .execute();
       await this.requireExisting(trx, rule.references.attributes, 'attribute_definitions', 'key', 'No such attribute');
+      await requireSubAttributes(trx, rule.references.subAttributes);
       await this.requireExisting(trx, rule.references.regulations, 'regulations', 'key', 'No such regulation');
       await this.requireExisting(trx, rule.references.entityTypes, 'entity_types', 'key', 'No such entity type');
       await ensureTags(trx, rule.references.actionTags);
