@@ -136,6 +136,25 @@ test('describeConfig hides the API key, the ingest token and the Redis password'
   t.false(describeConfig(loadConfig({ SIDECAR_API_KEY: 'k' })).ingestTokenSet, 'or that none is');
 });
 
+test('describeConfig, the start line, hides a password in any URL: the vault and upstream URLs too, and in a query string', (t) => {
+  const config = loadConfig({
+    SIDECAR_API_KEY: 'k',
+    SIDECAR_VAULT_URL: 'https://sidecar:vault-pw-1@vault.internal:8443/base',
+    // ioredis takes any connection option from the query string, the password among them.
+    REDIS_URL: 'redis://redis.internal:6379/2?password=redis-pw-2&family=6',
+    SIDECAR_UPSTREAM: 'http://app:upstream-pw-3@127.0.0.1:3000/?token=upstream-token-4',
+    SIDECAR_ROUTES: 'routes.json',
+  });
+  const shown = describeConfig(config);
+  const text = JSON.stringify(shown);
+  for (const secret of ['vault-pw-1', 'redis-pw-2', 'upstream-pw-3', 'upstream-token-4']) t.false(text.includes(secret), secret);
+  // What is not a credential is still there to read.
+  t.is(shown.vaultUrl, 'https://sidecar:***@vault.internal:8443/base');
+  t.is(shown.redisUrl, 'redis://redis.internal:6379/2?password=***&family=6');
+  t.is(shown.upstream, 'http://app:***@127.0.0.1:3000/?token=***');
+  t.is(describeConfig(loadConfig({ SIDECAR_API_KEY: 'k' })).vaultUrl, 'http://127.0.0.1:8083', 'a URL without credentials as it was given');
+});
+
 test('a URL that does not parse is named without the password in it', (t) => {
   // An unencoded `/` or `#` in a password, as base64 and generated passwords hold.
   for (const [variable, url] of [

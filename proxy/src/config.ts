@@ -287,12 +287,42 @@ function withoutCredentials(url: string): string {
   return url.replace(/^([^:/?#]*:\/\/)[^]*@/, '$1***@');
 }
 
+/** Query parameters that may carry a credential: ioredis, for one, reads `?password=`. */
+const CREDENTIAL_PARAMETER = /pass|secret|token|key|auth|cred/i;
+
+/**
+ * A URL as a log may show it: the password of its user, and every query parameter that looks
+ * like a credential, replaced by `***`; the rest (host, port, database, options) stays.
+ */
+function withoutPasswords(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return withoutCredentials(value);
+  }
+  const credentials = url.password !== '' || [...url.searchParams.keys()].some((name) => CREDENTIAL_PARAMETER.test(name));
+  // As configured when there is nothing to hide: URL would add a trailing slash, for one.
+  if (!credentials) return value;
+  if (url.password) url.password = '***';
+  // Rebuilt by hand: URLSearchParams would percent-encode the mask.
+  const query = [...url.searchParams].map(([name, v]) => `${encodeURIComponent(name)}=${CREDENTIAL_PARAMETER.test(name) ? '***' : encodeURIComponent(v)}`);
+  url.search = '';
+  const shown = url.toString();
+  return query.length === 0 ? shown : `${shown.replace(/#.*$/, '')}?${query.join('&')}${url.hash}`;
+}
+
 /** A copy safe to log: the API key and the ingest token are never written anywhere. */
 export function describeConfig(config: SidecarConfig): Record<string, unknown> {
-  const redis = new URL(config.redisUrl);
-  if (redis.password) redis.password = '***';
   // Whether a token is set, under a name the log's redaction leaves alone: an operator reading
   // the start line must be able to tell.
   const { ingestToken, ...rest } = config;
-  return { ...rest, apiKey: '***', ingestTokenSet: ingestToken !== undefined, redisUrl: redis.toString() };
+  return {
+    ...rest,
+    apiKey: '***',
+    ingestTokenSet: ingestToken !== undefined,
+    vaultUrl: withoutPasswords(config.vaultUrl),
+    redisUrl: withoutPasswords(config.redisUrl),
+    upstream: config.upstream === undefined ? undefined : withoutPasswords(config.upstream),
+  };
 }
