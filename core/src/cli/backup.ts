@@ -129,8 +129,13 @@ function isSameFile(a: string, b: string): boolean {
  */
 function pgToolConnection(dbUrl: string, env: NodeJS.ProcessEnv): { dbname: string; env: NodeJS.ProcessEnv } {
   const url = new URL(dbUrl);
-  const password = decodeURIComponent(url.password);
+  // libpq also takes the password as a query parameter, which would leave it on the command line.
+  const password = decodeURIComponent(url.password) || url.searchParams.get('password') || '';
   url.password = '';
+  // Cut out as text: URLSearchParams would write every other parameter's %20 as +, which libpq
+  // does not read as a space.
+  const query = url.search.slice(1).split('&').filter((parameter) => parameter !== '' && !/^password(=|$)/.test(parameter));
+  url.search = query.length > 0 ? `?${query.join('&')}` : '';
   return { dbname: `--dbname=${url.toString()}`, env: { ...process.env, ...env, ...(password ? { PGPASSWORD: password } : {}) } };
 }
 

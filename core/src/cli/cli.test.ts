@@ -1,4 +1,5 @@
 import test from 'ava';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -344,6 +345,33 @@ test('PostgreSQL: a backup that fails leaves the file already under its name as 
   t.is(await runCli(['backup', '--to', backup], done.io), 0);
   t.regex(readFileSync(backup, 'latin1'), /^PGDMP/);
   t.is(statSync(backup).mode & 0o777, 0o600);
+});
+
+test('PostgreSQL: a password in the URL\'s query string (libpq and pg both read ?password=) is in no message and on no command line', async (t) => {
+  const database = await createPostgresDatabase();
+  t.teardown(() => database.drop());
+  const password = `Qpw${randomBytes(6).toString('hex')}`;
+  // Trust authentication ignores the password, so the URL works as written.
+  const withPassword = `${database.url}?password=${password}&application_name=cli-test&options=-c%20statement_timeout%3D0`;
+  const env: Record<string, string> = { ...dataDir(t), VAULT_DB: withPassword };
+
+  const empty = io(env);
+  t.is(await runCli(['keys', 'list'], empty.io), 1);
+  t.deepEqual(empty.err, [`Failed: ${database.url}?password=***&application_name=cli-test&options=-c%20statement_timeout%3D0 holds no vault: check VAULT_DB (a start or \`vault migrate\` creates one)`]);
+
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  // pg_dump as `ps` would see it: its arguments, and whether the password reached it at all.
+  const tools = join(env.VAULT_DATA_DIR, 'tools');
+  mkdirSync(tools);
+  const seen = join(env.VAULT_DATA_DIR, 'seen');
+  writeFileSync(join(tools, 'pg_dump'), `#!/bin/sh\nprintf '%s\\n' "$@" > ${seen}\nprintf 'PGPASSWORD=%s\\n' "$PGPASSWORD" >> ${seen}\nfor a; do case "$a" in --file=*) printf PGDMP > "\${a#--file=}";; esac; done\n`);
+  chmodSync(join(tools, 'pg_dump'), 0o755);
+  const backup = io({ ...env, PATH: `${tools}:${process.env.PATH}` });
+  t.is(await runCli(['backup', '--to', join(env.VAULT_DATA_DIR, 'copy.dump')], backup.io), 0, backup.err.join('\n'));
+  const lines = readFileSync(seen, 'utf8').trim().split('\n');
+  t.deepEqual(lines.filter((l) => l.includes(password)), [`PGPASSWORD=${password}`], 'only in the environment');
+  // As written: libpq decodes %20 in a URI, but not +, which would reach the server as a plus.
+  t.true(lines.some((l) => l.startsWith('--dbname=') && l.endsWith('?application_name=cli-test&options=-c%20statement_timeout%3D0')), lines.join('\n'));
 });
 
 /** A database as an older release left it: migrated up to `last` and no further. */

@@ -264,7 +264,40 @@ function statementName(text: string): string {
   return name;
 }
 
-/** Database URLs may carry passwords; they never reach an error message or a log. */
+/** Query parameters of a database URL that carry a credential (libpq and pg read `?password=`). */
+const CREDENTIAL_PARAMETER = /pass|secret|token|key|auth|cred/i;
+
+/**
+ * Database URLs may carry passwords, after the user name or in the query string; they never
+ * reach an error message or a log. The rest (host, database, options) stays, so the operator
+ * can tell which database is meant.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  const schemeEnd = url.indexOf('://');
+  if (schemeEnd === -1) return url;
+  const [beforeQuery, query] = splitOnce(url, '?');
+  // Up to the last `@`: a password may hold an unencoded `@` or `/`. This may hide more than
+  // the password, never less.
+  const at = beforeQuery.lastIndexOf('@');
+  let shown = beforeQuery;
+  if (at > schemeEnd) {
+    const userinfo = beforeQuery.slice(schemeEnd + 3, at);
+    const colon = userinfo.indexOf(':');
+    if (colon !== -1) shown = `${beforeQuery.slice(0, schemeEnd + 3)}${userinfo.slice(0, colon)}:***${beforeQuery.slice(at)}`;
+  }
+  if (query === undefined) return shown;
+  const [parameters, fragment] = splitOnce(query, '#');
+  const masked = parameters
+    .split('&')
+    .map((parameter) => {
+      const [name] = splitOnce(parameter, '=');
+      return CREDENTIAL_PARAMETER.test(name) && parameter.includes('=') ? `${name}=***` : parameter;
+    })
+    .join('&');
+  return `${shown}?${masked}${fragment === undefined ? '' : `#${fragment}`}`;
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const at = text.indexOf(separator);
+  return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
