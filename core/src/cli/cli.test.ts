@@ -282,6 +282,21 @@ test('deadletters: a sidecar it cannot reach is named with how to point elsewher
   t.deepEqual(badPort.err, ['Invalid configuration: SIDECAR_PORT must be an integer from 1 to 65535, got "eighty" (or name the sidecar with --sidecar URL)']);
 });
 
+test('deadletters: a --sidecar URL carrying a password or a token is never repeated in a message', async (t) => {
+  const withUser = io();
+  t.is(await runCli(['deadletters', '--sidecar', 'http://ops:side-pw-1@127.0.0.1:1'], withUser.io), 2);
+  t.deepEqual(withUser.err, ['--sidecar must not hold a user name or password: the sidecar takes the token in SIDECAR_INGEST_TOKEN']);
+  const tokenAsUser = io();
+  t.is(await runCli(['deadletters', '--sidecar', 'http://side-token-3@127.0.0.1:1'], tokenAsUser.io), 2);
+  t.deepEqual(tokenAsUser.err, withUser.err);
+  const withToken = io();
+  t.is(await runCli(['deadletters', '--sidecar', 'http://127.0.0.1:1/?token=side-token-2'], withToken.io), 1);
+  t.regex(withToken.err.join('\n'), /^Failed: could not reach the sidecar at http:\/\/127\.0\.0\.1:1\/\?token=\*\*\* /);
+  for (const line of [...withUser.err, ...withToken.err, ...tokenAsUser.err, ...withUser.out, ...withToken.out, ...tokenAsUser.out]) {
+    t.false(line.includes('side-pw-1') || line.includes('side-token-2') || line.includes('side-token-3'), line);
+  }
+});
+
 test('deadletters: an answer that is not JSON (the proxy port, another service) is named, not a JSON parse error', async (t) => {
   const { createServer } = await import('node:http');
   // What the proxy port forwards to: the application's own 404 page, or nothing at all.

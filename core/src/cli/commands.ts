@@ -9,6 +9,7 @@ import { keyCommands } from './keys.js';
 import { activityCommands } from './activity.js';
 import { backupCommands } from './backup.js';
 import { ConfigError } from '../config.js';
+import { redactUrl } from '../db/connect.js';
 
 export type { Command, Io } from './command.js';
 
@@ -60,6 +61,14 @@ export const commands: Record<string, Command> = {
     },
     async run({ values }, io) {
       const base = (values.sidecar === undefined ? defaultSidecarUrl(io.env) : String(values.sidecar)).replace(/\/$/, '');
+      // Messages name the sidecar as `shown`: the URL may carry a credential.
+      const shown = redactUrl(base);
+      if (/^[^:/?#]*:\/\/[^/?#]*@/.test(base)) {
+        // fetch refuses such a URL anyway, quoting it whole in its error.
+        // Not named even masked: a token may stand where the user name goes.
+        io.err('--sidecar must not hold a user name or password: the sidecar takes the token in SIDECAR_INGEST_TOKEN');
+        return 2;
+      }
       const token = io.env.SIDECAR_INGEST_TOKEN?.trim();
       const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       // The sidecar checks offset and limit itself and names what is wrong with them.
@@ -77,7 +86,7 @@ export const commands: Record<string, Command> = {
         // fetch says only "fetch failed": the operator needs to know where it looked.
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
         const why = cause?.code ?? cause?.message ?? (err as Error).message;
-        throw new Error(`could not reach the sidecar at ${base} (${why}): is it running there? Name its address with --sidecar URL, or its port with SIDECAR_PORT`);
+        throw new Error(`could not reach the sidecar at ${shown} (${why}): is it running there? Name its address with --sidecar URL, or its port with SIDECAR_PORT`);
       }
       const text = await res.text();
       let answer: unknown;
@@ -86,7 +95,7 @@ export const commands: Record<string, Command> = {
       } catch {
         // The likeliest cause is the proxy port, whose answers are the application's.
         const what = text.trim() === '' ? 'an empty body' : 'a body that is not JSON';
-        throw new Error(`${url} answered HTTP ${res.status} with ${what}: is ${base} the sidecar's own API (SIDECAR_PORT, 8084 by default), not its proxy port or another service?`);
+        throw new Error(`${redactUrl(url)} answered HTTP ${res.status} with ${what}: is ${shown} the sidecar's own API (SIDECAR_PORT, 8084 by default), not its proxy port or another service?`);
       }
       io.out(JSON.stringify(answer, null, 2));
       return res.ok ? 0 : 1;
