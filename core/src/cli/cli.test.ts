@@ -85,6 +85,21 @@ test('keygen writes a usable key pair, the private half 0600', async (t) => {
   t.regex(Buffer.from(line.split('=')[1], 'base64').toString(), /BEGIN PUBLIC KEY/);
 });
 
+test('keygen never writes over a key pair already in --out: it replaced the private key there, and a new one took the old file\'s mode (0644 here)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-keygen-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // A key pair from before, its private half left readable by others (copied, unpacked).
+  t.is(await runCli(['keygen', '--bits', '2048', '--out', dir], io().io), 0);
+  const privatePath = join(dir, 'private-key.pem');
+  chmodSync(privatePath, 0o644);
+  const before = readFileSync(privatePath, 'utf8');
+  const again = io();
+  t.is(await runCli(['keygen', '--bits', '2048', '--out', dir], again.io), 2);
+  t.deepEqual(again.err, [`${privatePath} already exists: keygen writes a new pair only where there is none (nothing was written)`]);
+  t.deepEqual(again.out, []);
+  t.is(readFileSync(privatePath, 'utf8'), before, 'the key that may already encrypt data is not lost');
+});
+
 test('applications are created, listed and deleted from the command line', async (t) => {
   const env = dataDir(t);
   t.is(await runCli(['migrate'], io(env).io), 0);

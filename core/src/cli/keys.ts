@@ -15,12 +15,19 @@ export const keyCommands: Record<string, Command> = {
         io.err('--bits must be 2048, 3072 or 4096');
         return 2;
       }
+      const dir = values.out ? resolve(String(values.out)) : undefined;
+      // The key there may be the one data is already sealed under; and a file's mode is only
+      // set on creation, so a new private key would have taken an old file's 0644.
+      const taken = dir && [join(dir, 'private-key.pem'), join(dir, 'public-key.pem')].find((file) => existsSync(file));
+      if (taken) {
+        io.err(`${taken} already exists: keygen writes a new pair only where there is none (nothing was written)`);
+        return 2;
+      }
       const pair = generateKeyPair(bits);
-      if (values.out) {
-        const dir = resolve(String(values.out));
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, 'private-key.pem'), pair.privatePem, { mode: 0o600 });
-        writeFileSync(join(dir, 'public-key.pem'), pair.publicPem);
+      if (dir) {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        writeFileSync(join(dir, 'private-key.pem'), pair.privatePem, { mode: 0o600, flag: 'wx' });
+        writeFileSync(join(dir, 'public-key.pem'), pair.publicPem, { flag: 'wx' });
         io.out(`Wrote ${join(dir, 'private-key.pem')} (mode 0600) and ${join(dir, 'public-key.pem')}`);
       } else {
         io.err('No --out given: printing the private key header to stdout. Keep it secret.');
