@@ -53,6 +53,7 @@ async function storeSecrets(): Promise<Secrets & { subject: string }> {
   await v.request('POST', '/search', { body: { query: { values: [{ attribute: EMAIL, value: values[0] }] } }, apiKey: appKey });
   await read(v, `/entities/${subject}/attributes`, { key: 'garbage' });
   await store(v, subject, [{ attribute: AGE, value: values[1] }]);
+  values.push(...(await valuesRulesAndAuditSee(EMAIL, AGE, marker)));
 
   const pointIds = (await v.vault.db.selectFrom('datapoints').select('subject_key_id').where('entity_id', '=', subject).execute()).map((r) => r.subject_key_id!);
   const credential = await v.vault.keyring.requireDecryptionKey(v.keys.privateKey);
@@ -69,6 +70,45 @@ async function storeSecrets(): Promise<Secrets & { subject: string }> {
   ];
   const binary = [Buffer.from(v.config.indexKey!, 'base64'), ...dataKeys.values()];
   return { subject, values, keys: [...keys, ...binary.map((b) => b.toString('latin1'))] };
+}
+
+/**
+ * Values that rules read (alerts, a block, a legal hold) and that audit events carry to the
+ * rules without their being kept, refused ones among them; returns them.
+ */
+async function valuesRulesAndAuditSee(EMAIL: string, AGE: string, marker: string): Promise<string[]> {
+  const rule = (action: object, pattern: string) => ({
+    key: uid('RULE'),
+    type: 'data',
+    constraint: { type: 'user', attribute: EMAIL, predicate: 'regex', value: pattern },
+    action,
+  });
+  const alerting = rule({ type: 'alert', alertLevel: 'WARNING', message: 'an address to look at' }, `^(alerted|audited)-${marker}`);
+  for (const body of [
+    alerting,
+    rule({ type: 'block', message: 'not this address' }, `^blocked-${marker}`),
+    rule({ type: 'legalHold' }, `^held-${marker}`),
+  ]) {
+    const res = await v.request('POST', '/rules', { body });
+    if (res.status >= 300) throw new Error(JSON.stringify(res.body));
+  }
+  const seen = [`alerted-${marker}@example.org`, `blocked-${marker}@example.org`, `held-${marker}@example.org`, `audited-${marker}@example.org`, `updated-${marker}@example.org`, `refused-${marker}`];
+  const expect = (res: { status: number; body: unknown }, status: number) => {
+    if (res.status !== status) throw new Error(`${status} expected: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+  expect(await store(v, uid('subject'), [{ attribute: EMAIL, value: seen[0] }]), 200);
+  expect(await store(v, uid('subject'), [{ attribute: EMAIL, value: seen[1] }]), 403);
+  expect(await store(v, uid('subject'), [{ attribute: EMAIL, value: seen[2] }]), 200);
+  const audited = uid('subject');
+  const stored = await v.request('POST', '/auditlogs', { body: { eventType: 'STORE', subjectId: audited, data: { attribute: EMAIL, value: seen[3] }, applicationId: 'crm' } });
+  expect(stored, 200);
+  const dataPointId = (stored.body as { dataPointId: string }).dataPointId;
+  expect(await v.request('POST', '/auditlogs', { body: { eventType: 'UPDATE', dataPointId, data: { value: seen[4] }, applicationId: 'crm' } }), 200);
+  expect(await v.request('POST', '/auditlogs', { body: { eventType: 'STORE', subjectId: audited, data: { attribute: EMAIL, value: `${seen[1]}` }, applicationId: 'crm' } }), 403);
+  expect(await v.request('POST', '/auditlogs/bulk', { body: [{ eventType: 'STORE', subjectId: audited, data: { attribute: AGE, value: seen[5] }, applicationId: 'crm' }] }), 400);
+  const alerts = await v.request('GET', '/alerts', { query: { rule: alerting.key } });
+  if ((alerts.body as { data: unknown[] }).data.length !== 2) throw new Error(`the store and the audit event raise an alert each: ${JSON.stringify(alerts.body)}`);
+  return seen;
 }
 
 function leaks(haystack: Buffer, needles: string[]): string[] {
