@@ -57,7 +57,7 @@ export interface SpawnVaultOptions {
   inheritedCleanup?: () => Promise<void>;
 }
 
-export async function waitForHttp(url: string, deadlineMs = 60_000): Promise<void> {
+export async function waitForHttp(url: string, deadlineMs = 120_000): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     try {
