@@ -149,7 +149,8 @@ export class Vault {
     meterAlerts(this.alerts, this.metrics);
     meterSearches(this.search, this.metrics);
     this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
-    this.metrics.checkpoints = () => handle.checkpointer?.stats();
+    const checkpointer = handle.checkpointer;
+    if (checkpointer) this.metrics.meterCheckpoints(() => checkpointer.stats());
     this.keyRotation = new KeyRotation(this.db, this.keyring, this.datapoints.dataKeys, this.activity);
     this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, this.config.retentionSweepMs);
   }

@@ -65,8 +65,6 @@ export class VaultMetrics {
   readonly dataKeyCacheHitRatio: Gauge;
   /** Set by the vault to the data-key cache's counters. */
   dataKeyLookups: () => { hits: number; misses: number } = () => ({ hits: 0, misses: 0 });
-  /** Set by a vault on an SQLite file to its checkpoint thread's counters. */
-  checkpoints: () => CheckpointStats | undefined = () => undefined;
 
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vault_' });
@@ -81,14 +79,21 @@ export class VaultMetrics {
         this.set(hits + misses === 0 ? 0 : hits / (hits + misses));
       },
     });
+  }
+
+  /**
+   * The checkpoint thread's counters, registered by a vault on an SQLite file only: on
+   * PostgreSQL they would be series that are always empty.
+   */
+  meterCheckpoints(stats: () => CheckpointStats | undefined): void {
     new Counter({
       name: 'vault_sqlite_checkpoints_total',
       help: "Checkpoints run by the vault's checkpoint thread that copied log pages into the SQLite file",
       registers: [this.registry],
       collect() {
-        const stats = self.checkpoints();
+        const counted = stats();
         this.reset();
-        if (stats) this.inc(stats.checkpoints);
+        if (counted) this.inc(counted.checkpoints);
       },
     });
     new Gauge({
@@ -97,10 +102,10 @@ export class VaultMetrics {
       labelNames: ['state'] as const,
       registers: [this.registry],
       collect() {
-        const stats = self.checkpoints();
-        if (!stats) return;
-        this.set({ state: 'copied' }, stats.copiedPages);
-        this.set({ state: 'waiting' }, stats.walPages - stats.copiedPages);
+        const pages = stats();
+        if (!pages) return;
+        this.set({ state: 'copied' }, pages.copiedPages);
+        this.set({ state: 'waiting' }, pages.walPages - pages.copiedPages);
       },
     });
   }

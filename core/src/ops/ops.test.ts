@@ -143,6 +143,18 @@ test('on SQLite, metrics show the checkpoint thread copying the log into the fil
   t.regex(text, /vault_sqlite_wal_pages\{state="copied"\} [1-9]/);
 });
 
+test('on PostgreSQL, metrics carry no SQLite series', async (t) => {
+  const database = await createPostgresDatabase();
+  const v = await startTestVault({ env: { VAULT_DB: database.url } });
+  t.teardown(async () => {
+    await v.close();
+    await database.drop();
+  });
+  const text = String((await v.request('GET', '/metrics', { apiKey: null })).body);
+  t.regex(text, /^vault_activity_sealed_total /m);
+  t.notRegex(text, /vault_sqlite_/);
+});
+
 test('every answer carries security headers and is not cacheable', async (t) => {
   const v = await startTestVault();
   t.teardown(() => v.close());
