@@ -12,7 +12,7 @@ import { recordChange, recordUpsert, type ChangeActor } from '../activity/change
 import type { ActivityLog } from '../activity/log.js';
 import { allDefinitions, findDefinition, type Definition } from './repository.js';
 import { ATTRIBUTE_KEY, isCompatibleChange, normalizeSchema, type Schema } from './schema.js';
-import { longerThan } from '../util/characters.js';
+import { hasControlCharacter, longerThan } from '../util/characters.js';
 
 /** As sent: absent members of an existing definition keep their value, of a new one get the default. */
 export interface DefinitionInput {
@@ -32,7 +32,6 @@ export const ATTRIBUTE_KEY_MAX = 128;
 const NAME_MAX = 1024;
 /** A schema is a shape, not data: anything this large is a mistake or an attack. */
 const SCHEMA_MAX_CHARS = 256 * 1024;
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidAttributeKey(key: unknown): key is string {
   return typeof key === 'string' && key.length <= ATTRIBUTE_KEY_MAX && ATTRIBUTE_KEY.test(key);
@@ -52,7 +51,7 @@ function resolveKey(input: DefinitionInput): string {
 
 function checkName(name: unknown): string | null | undefined {
   if (name === undefined || name === null) return name;
-  if (typeof name !== 'string' || longerThan(name, NAME_MAX) || CONTROL.test(name)) {
+  if (typeof name !== 'string' || longerThan(name, NAME_MAX) || hasControlCharacter(name)) {
     throw badRequest(`Attribute name must be a string of at most ${NAME_MAX} characters, without control characters`);
   }
   return name;

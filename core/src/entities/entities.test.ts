@@ -82,6 +82,7 @@ test('entity ids are non-empty strings of at most 512 characters', async (t) => 
     [{ id: 'x'.repeat(513) }, 'Entity ID must be 1 to 512 characters, without control characters'],
     [{ id: 'nul\u0000id' }, 'Strings may not contain NUL characters'],
     [{ id: 'bell\u0007id' }, 'Entity ID must be 1 to 512 characters, without control characters'],
+    [{ id: 'next\u0085line' }, 'Entity ID must be 1 to 512 characters, without control characters'],
     [{ id: 42 }, 'Entity ID must be 1 to 512 characters, without control characters'],
     [{ id: 'ok-id', tags: ['bad\nname'] }, 'Tag name must be 1 to 256 characters, without control characters'],
     [{ id: 'ok-id', colour: 'red' }, /must NOT have additional properties/],

@@ -5,7 +5,7 @@ import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
 import { badRequest, BUSY_MESSAGE, forbidden, notFound, VaultError } from '../errors.js';
 import { checkTagNames } from '../tags/service.js';
-import { longerThan } from '../util/characters.js';
+import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
 import { recordChange } from '../activity/changes.js';
@@ -13,10 +13,9 @@ import type { ActivityLog } from '../activity/log.js';
 
 export const ENTITY_ID_MAX = 512;
 export const TAG_REMOVAL_FORBIDDEN = 'Only admins may remove tags from an entity';
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidEntityId(id: unknown): id is string {
-  return typeof id === 'string' && id.length > 0 && !longerThan(id, ENTITY_ID_MAX) && !CONTROL.test(id);
+  return typeof id === 'string' && id.length > 0 && !longerThan(id, ENTITY_ID_MAX) && !hasControlCharacter(id);
 }
 
 /**

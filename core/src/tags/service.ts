@@ -4,7 +4,7 @@ import { badRequest, conflict, notFound } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
-import { longerThan } from '../util/characters.js';
+import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 
 export interface Tag {
@@ -16,10 +16,9 @@ export interface Tag {
 export const TAG_NAME_MAX = 256;
 // Control characters make names that cannot be typed or logged safely, and PostgreSQL
 // refuses NUL in text outright.
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidTagName(name: unknown): name is string {
-  return typeof name === 'string' && name.length > 0 && !longerThan(name, TAG_NAME_MAX) && !CONTROL.test(name);
+  return typeof name === 'string' && name.length > 0 && !longerThan(name, TAG_NAME_MAX) && !hasControlCharacter(name);
 }
 
 const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;

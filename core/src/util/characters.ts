@@ -8,6 +8,16 @@ export function characters(text: string): number {
   return count;
 }
 
+/**
+ * C0 controls, DEL and the C1 controls (U+0080-U+009F, among them NEL, U+0085, which some
+ * log viewers and terminals take for a line break): never part of a name or an id.
+ */
+const CONTROL = /\p{Cc}/u;
+
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL.test(text);
+}
+
 /** Over `max` characters as counted above; `length` first, as it can only overcount. */
 export function longerThan(text: string, max: number): boolean {
   return text.length > max && characters(text) > max;

@@ -58,6 +58,7 @@ const cases: [string, unknown, string][] = [
   ['regulations not an array', { ...read, data: { regulations: 'GDPR' } }, 'event 0: field "data.regulations" must be an array of strings'],
   ['tag not a string', { ...read, data: { tags: ['a', 3] } }, 'event 0: field "data.tags[1]" must be a string'],
   ['tag with a control character', { ...read, data: { tags: ['ok', 'bad\u0005'] } }, 'event 0: field "data.tags[1]" must not contain control characters'],
+  ['subjectId with a C1 control character (NEL)', { ...store, subjectId: 'next\u0085line' }, 'event 0: field "subjectId" must not contain control characters'],
   ['tag of 257 emoji', { ...read, data: { tags: ['😀'.repeat(257)] } }, 'event 0: field "data.tags[0]" must be at most 256 characters'],
   ['reportOnly not boolean', { ...read, data: { reportOnly: 'yes' } }, 'event 0: field "data.reportOnly" must be a boolean'],
   ['sensitivity not string', { ...read, data: { sensitivity: 3 } }, 'event 0: field "data.sensitivity" must be a string'],

@@ -73,7 +73,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** The vault refuses these in entity ids; NUL is left to `findStringDefect`, which names it. */
-const CONTROL = /[\u0001-\u001f\u007f]/;
+const CONTROL = /[\u0001-\u001f\u007f-\u009f]/;
 
 function characters(text: string): number {
   let count = 0;
