@@ -57,12 +57,14 @@ export class ReverseProxy {
   private readonly server: Server;
   private readonly pool: Pool;
   private readonly basePath: string;
-  private readonly pending = new Set<Promise<void>>();
   private readonly closing = new AbortController();
   private readonly enqueueRetryMs: number;
   private readonly lingerMs: number;
   private buffered: StampedEvent[] = [];
   private lingerTimer: NodeJS.Timeout | undefined;
+  /** Lingered events waiting for Redis, oldest first, each with the time it is given up. */
+  private waiting: { events: StampedEvent[]; giveUpAt: number }[] = [];
+  private draining: Promise<void> | undefined;
 
   constructor(private readonly options: ReverseProxyOptions) {
     const upstream = new URL(options.upstream);
@@ -218,34 +220,63 @@ export class ReverseProxy {
   /**
    * Events of proxied requests linger a few milliseconds and go to Redis together: nobody
    * waits on them, and one job per request would cost Redis and the worker more than the
-   * proxying itself. Order is kept: this buffer and the producer are both first in, first out.
+   * proxying itself. Order is kept: this buffer and the waiting line are both first in, first
+   * out, and one enqueue at a time leaves the line, so events held back while Redis is away
+   * cannot be overtaken by later ones when it returns.
    */
   private flush(): void {
     clearTimeout(this.lingerTimer);
     this.lingerTimer = undefined;
     if (this.buffered.length === 0) return;
-    const events = this.buffered;
+    this.waiting.push({ events: this.buffered, giveUpAt: Date.now() + this.enqueueRetryMs });
     this.buffered = [];
-    const job = this.enqueue(events).finally(() => this.pending.delete(job));
-    this.pending.add(job);
+    this.draining ??= this.drain();
   }
 
-  private async enqueue(events: StampedEvent[]): Promise<void> {
-    const deadline = Date.now() + this.enqueueRetryMs;
-    for (let attempt = 1; ; attempt++) {
+  /** Enqueues the waiting line's head (what piled up behind it joins it) until the line is empty. */
+  private async drain(): Promise<void> {
+    try {
+      await this.drainLine();
+    } finally {
+      // In the same tick as the line was found empty: a flush after it starts a new drain.
+      this.draining = undefined;
+    }
+  }
+
+  private async drainLine(): Promise<void> {
+    for (let attempt = 1; this.waiting.length > 0; ) {
+      const head = this.waiting.slice(0, this.takeCount());
+      const events = head.length === 1 ? head[0].events : head.flatMap((w) => w.events);
       try {
         await this.options.producer.enqueue(events);
+        this.waiting.splice(0, head.length);
         this.options.metrics.eventsAccepted.inc({ source: 'proxy' }, events.length);
-        return;
+        attempt = 1;
+        continue;
       } catch {
-        if (Date.now() >= deadline || this.closing.signal.aborted) {
-          this.options.metrics.proxyEventsLost.inc({ reason: 'queue-unavailable' }, events.length);
-          this.options.log.error({ eventCount: events.length }, 'dropping events from proxied traffic: Redis unavailable');
-          return;
-        }
-        await sleep(backoffDelay(attempt, 100, 2000), this.closing.signal).catch(() => {});
+        // Nothing behind it was tried; if Redis did take it after all, the resend has the same eventIds.
       }
+      const now = Date.now();
+      let expired = 0;
+      while (expired < this.waiting.length && (this.closing.signal.aborted || this.waiting[expired].giveUpAt <= now)) expired++;
+      if (expired > 0) this.drop(this.waiting.splice(0, expired));
+      if (this.waiting.length === 0) return;
+      await sleep(backoffDelay(attempt++, 100, 2000), this.closing.signal).catch(() => {});
     }
+  }
+
+  /** How many of the waiting line's entries go to Redis together: at least one, then up to maxLingerEvents. */
+  private takeCount(): number {
+    let n = 1;
+    let count = this.waiting[0].events.length;
+    while (n < this.waiting.length && count + this.waiting[n].events.length <= maxLingerEvents) count += this.waiting[n++].events.length;
+    return n;
+  }
+
+  private drop(entries: { events: StampedEvent[] }[]): void {
+    const eventCount = entries.reduce((n, e) => n + e.events.length, 0);
+    this.options.metrics.proxyEventsLost.inc({ reason: 'queue-unavailable' }, eventCount);
+    this.options.log.error({ eventCount }, 'dropping events from proxied traffic: Redis unavailable');
   }
 
   /**
@@ -262,7 +293,7 @@ export class ReverseProxy {
     const finished = await Promise.race([closed, sleep(Math.max(0, requestsUntil - Date.now())).then(() => false)]);
     if (!finished) this.server.closeAllConnections();
     this.flush();
-    const flushed = await Promise.race([Promise.allSettled([...this.pending]).then(() => true), sleep(left()).then(() => false)]);
+    const flushed = await Promise.race([(this.draining ?? Promise.resolve()).then(() => true), sleep(left()).then(() => false)]);
     this.closing.abort();
     // destroy, not close: close would wait for upstream requests that may never answer.
     await this.pool.destroy().catch(() => {});
