@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { inspect, promisify } from 'node:util';
 import test from 'ava';
 import { VaultApiError, VaultNetworkError } from './errors.js';
 import type { StampedEvent } from './reporter.js';
@@ -520,6 +520,43 @@ test('reporter (sidecar): events go through a real sidecar into the vault, with 
   });
   t.deepEqual(log.map((r) => r.eventId).sort(), sent.map((e) => e.eventId).sort());
   t.deepEqual(log.map((r) => r.dataPointId).sort(), sent.map((e) => e.dataPointId).sort());
+});
+
+test('reporter (sidecar): to a sidecar that requires SIDECAR_INGEST_TOKEN, with sidecarToken', async (t) => {
+  const prefix = uniquePrefix('sdk-token');
+  const port = await freePort();
+  const token = 'ingest-token-' + 'x'.repeat(20);
+  const sidecar = spawnSidecar({
+    SIDECAR_API_KEY: v.proc.adminKey,
+    SIDECAR_VAULT_URL: v.proc.url,
+    SIDECAR_PORT: String(port),
+    SIDECAR_PREFIX: prefix,
+    SIDECAR_INGEST_TOKEN: token,
+    REDIS_URL: sharedRedisUrl,
+    SIDECAR_BATCH_MS: '20',
+    SIDECAR_LOG_LEVEL: 'warn',
+  });
+  t.teardown(async () => {
+    await stopChild(sidecar.child);
+    await cleanupRedis(prefix);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await until(async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.ok, 30_000);
+
+  const refused: unknown[] = [];
+  const subject = unique('subj');
+  const reporter = v.admin.reporter({ sidecar: url, sidecarToken: token, flushIntervalMs: 20, defaults: { applicationId: 'shop' }, onError: (error) => refused.push(error) });
+  t.false(inspect(reporter, { depth: 10 }).includes(token), 'the token is not shown when the reporter is logged');
+  const sent = [reporter.report({ eventType: 'STORE', subjectId: subject, data: { attribute: EMAIL } })];
+  sent.push(reporter.report({ eventType: 'READ', dataPointId: sent[0].dataPointId!, subjectId: subject }));
+  await reporter.close();
+  t.deepEqual(refused, []);
+  t.like(reporter.stats, { delivered: 2, failed: 0 });
+  const log = await until(async () => {
+    const r = await records(subject);
+    return r.length === 2 && r;
+  });
+  t.deepEqual(log.map((r) => r.eventId), sent.map((e) => e.eventId));
 });
 
 test('reporter: closing the client flushes and closes its reporters', async (t) => {

@@ -27,6 +27,11 @@ export interface ReporterOptions {
    * vault directly with the client's API key.
    */
   sidecar?: string | true;
+  /**
+   * The sidecar's `SIDECAR_INGEST_TOKEN`, sent as `Authorization: Bearer`: a sidecar that
+   * listens on anything but loopback (the compose file's, say) answers 401 without it.
+   */
+  sidecarToken?: string;
   /** Events per request; default 500. */
   batchSize?: number;
   /** Longest an event waits for its batch to fill; default 200 ms. */
@@ -117,12 +122,17 @@ export class Reporter {
   private readonly retry: { retries: number; minDelayMs: number; maxDelayMs: number };
   private readonly onError: NonNullable<ReporterOptions['onError']>;
   private readonly counts = { reported: 0, delivered: 0, failed: 0 };
+  private readonly options: Omit<ReporterOptions, 'sidecarToken'>;
+  /** Out of `options` and private to the class, so logging the reporter does not show it. */
+  readonly #sidecarHeaders: Record<string, string> | undefined;
 
   constructor(
     private readonly vault: { request<T>(request: Request): Promise<T> },
     transportOptions: TransportOptions,
-    private readonly options: ReporterOptions = {},
+    { sidecarToken, ...options }: ReporterOptions = {},
   ) {
+    this.options = options;
+    if (sidecarToken !== undefined) this.#sidecarHeaders = { authorization: `Bearer ${sidecarToken}` };
     this.batchSize = options.batchSize ?? 500;
     this.flushIntervalMs = options.flushIntervalMs ?? 200;
     this.maxQueued = options.maxQueued ?? 100_000;
@@ -333,7 +343,7 @@ export class Reporter {
     type Answer = { accepted?: Array<{ index: number }>; rejected?: Array<{ index: number; message: string }>; message?: string };
     let answer: Answer;
     try {
-      answer = (await this.sidecar.send<Answer>({ method: 'POST', path: '/events', body: events, idempotent: false, signal: this.giveUp.signal })).body;
+      answer = (await this.sidecar.send<Answer>({ method: 'POST', path: '/events', body: events, headers: this.#sidecarHeaders, idempotent: false, signal: this.giveUp.signal })).body;
     } catch (err) {
       // 400 with a rejected list: the sidecar took none of them, each for its own reason.
       if (!(err instanceof VaultApiError) || err.status !== 400) throw err;
