@@ -158,7 +158,10 @@ export class ReverseProxy {
       this.options.log.warn({ route: match.route.index, eventCount: match.route.attributes.length }, 'events lost: the path does not decode');
     }
     const reporting = match !== undefined && succeeded && !match.undecodable;
-    const tap = reporting && match.route.needsResponseBody ? new Tap(this.options.bodyLimit) : undefined;
+    // The answer to a HEAD, a 204 or a 205 has no body by definition: it shows nothing, so
+    // attributes read from it have no event due, and none is lost.
+    const bodiless = method === 'HEAD' || upstream.statusCode === 204 || upstream.statusCode === 205;
+    const tap = reporting && match.route.needsResponseBody && !bodiless ? new Tap(this.options.bodyLimit) : undefined;
     const query = () => new URLSearchParams(q >= 0 ? target.slice(q + 1) : '');
     if (reporting && requestBodyMissing) this.bodyUnavailable(match, 'request', requestCharsetUnknown ? req.headers['content-type'] : undefined);
     // Events that need nothing from the response body are handed over before it streams.
