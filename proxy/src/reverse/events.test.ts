@@ -73,3 +73,15 @@ test('custom dataPointId templates and query sources', (t) => {
   t.is(built.events[0].dataPointId, 'acme:o1:body');
   t.is(built.events[0].subjectId, 'o1');
 });
+
+test("a template's {params.*} is the rest of the path, so each file under a wildcard is its own data point", (t) => {
+  const files = compileRoutes({
+    routes: [{ method: 'GET', path: '/files/:owner/*', eventType: 'READ', applicationId: 'drive', subjectId: { param: 'owner' },
+      attributes: { document: {} }, dataPointId: '{applicationId}/{params.owner}/{params.*}' }],
+  });
+  const ids = ['/files/u1/taxes/2024.pdf', '/files/u1/cv.pdf'].map((path) => {
+    const { route, params } = files.match('GET', path)!;
+    return buildEvents(route, ctx({ params })).events[0].dataPointId;
+  });
+  t.deepEqual(ids, ['drive/u1/taxes/2024.pdf', 'drive/u1/cv.pdf']);
+});

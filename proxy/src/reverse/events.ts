@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ExternalActivityEvent } from '../ingest/event.js';
 import { findStringDefect, validateEvent } from '../ingest/validate.js';
 import { resolvePointer } from './json-pointer.js';
-import type { CompiledRoute, CompiledSource } from './routes-file.js';
+import { placeholder, type CompiledRoute, type CompiledSource } from './routes-file.js';
 
 export interface TrafficContext {
   params: Record<string, string>;
@@ -69,7 +69,7 @@ export function buildEvents(route: CompiledRoute, ctx: TrafficContext): BuiltEve
       out.lost.push({ attribute: attribute.name, reason: 'subject-not-found', problem: 'no subject id in the traffic' });
       continue;
     }
-    const dataPointId = route.dataPointId.replace(/\{([A-Za-z]+(?:\.[A-Za-z0-9_]+)?)\}/g, (_, name: string) => {
+    const dataPointId = route.dataPointId.replace(placeholder, (_, name: string) => {
       if (name === 'applicationId') return route.applicationId;
       if (name === 'subjectId') return subjectId ?? '';
       if (name === 'attribute') return attribute.name;

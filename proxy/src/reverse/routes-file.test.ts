@@ -109,6 +109,7 @@ test('every problem in a routes file is reported with its location', (t) => {
           { method: 'POST', path: '/users', eventType: 'STORE', applicationId: 'a', attributes: { email: { request: 'email' } } },
           { method: 'GET', path: '/u/:id', eventType: 'READ', applicationId: 'a', subjectId: { param: 'uid' }, attributes: { e: { body: '/e' } }, dataPointId: '{nope}', colour: 'red' },
           { method: 'GET', path: '/u/:id', eventType: 'READ', applicationId: 'a', attributes: { e: { param: 'id', query: 'x' } }, data: { value: 1, tags: 'x' } },
+          { method: 'GET', path: '/v/:id', eventType: 'READ', applicationId: 'a', subjectId: { param: 'id' }, attributes: { e: {} }, dataPointId: '{subject_id}/{params.*}/{ attribute }' },
         ],
       }),
     { instanceOf: RoutesFileError },
@@ -129,6 +130,10 @@ test('every problem in a routes file is reported with its location', (t) => {
     'routes[3].attributes.e must have exactly one of',
     'routes[3].data.value is not allowed',
     'routes[3].data.tags must be an array of strings',
+    // Each would otherwise stay in every id as written, making one data point of all.
+    'routes[4].dataPointId uses unknown placeholder {subject_id}',
+    'routes[4].dataPointId uses unknown placeholder {params.*}',
+    'routes[4].dataPointId uses unknown placeholder { attribute }',
   ]) {
     t.true(text.includes(fragment), `missing "${fragment}" in:\n${text}`);
   }

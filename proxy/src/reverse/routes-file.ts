@@ -82,7 +82,11 @@ const routeKeys = new Set([
 ]);
 const sourceKinds = ['param', 'query', 'header', 'request', 'response'] as const;
 const staticDataKeys = new Set(['regulations', 'tags', 'sensitivity', 'reportOnly', 'accessibility']);
-const placeholder = /\{([A-Za-z]+(?:\.[A-Za-z0-9_]+)?)\}/g;
+/**
+ * Anything in braces is a placeholder, checked at start: a narrower pattern left `{params.*}`
+ * or a misspelt `{subject_id}` in every id as written, making one data point of all.
+ */
+export const placeholder = /\{([^{}]*)\}/g;
 
 export function loadRoutesFile(file: string): CompiledRoutes {
   let text: string;
