@@ -89,20 +89,21 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
     await Promise.allSettled([producer.close(), deadLetters.close()]);
   };
 
-  // Give Redis a moment before opening the ports, so a sidecar reported up by /healthz does
-  // not refuse its first requests; if Redis is really away we start anyway and answer 503
-  // until it is back.
-  if (!(await producer.waitUntilConnected(config.enqueueTimeoutMs))) {
-    log.warn('Redis not reachable yet; ingest answers 503 until it is');
-  }
-
   let url: string;
   let proxyUrl: string | undefined;
   try {
+    // The proxy at once: it never waits on Redis (its events are retried for a minute), and the
+    // service behind it must not be unreachable while a sidecar starts with Redis away.
+    if (proxy) proxyUrl = await proxy.listen(config.host, config.proxyPort);
+    // Give Redis a moment before opening the ingest port, so a sidecar reported up by
+    // /healthz does not refuse its first events; if Redis is really away we start anyway and
+    // answer 503 until it is back.
+    if (!(await producer.waitUntilConnected(config.enqueueTimeoutMs))) {
+      log.warn('Redis not reachable yet; ingest answers 503 until it is');
+    }
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
-    if (proxy) proxyUrl = await proxy.listen(config.host, config.proxyPort);
   } catch (err) {
     await app.close().catch(() => {});
     await proxy?.close(Date.now()).catch(() => {});

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { request } from 'undici';
 import { FakeVault } from '../testing/fake-vault.js';
-import { OwnRedis, getJson, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import type { SidecarHandle } from '../index.js';
+import { OwnRedis, freePort, getJson, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 /**
  * The reverse proxy while Redis is away: the service behind it must not notice, and the events
@@ -84,4 +85,32 @@ test('while Redis is away the service is served as usual, and its events reach t
   ]);
   await waitFor(() => vault.records.length >= expected.length, { timeoutMs: 60_000, message: 'every event of the traffic recorded' });
   t.deepEqual(vault.records.map((e) => [e.eventType, e.subjectId, e.data?.attribute]), expected, 'in the order the traffic happened');
+});
+
+test('a sidecar started while Redis is away serves the service at once, not once it has given up waiting for Redis', async (t) => {
+  const vault = new FakeVault();
+  await vault.start();
+  const service = await usersService();
+  const prefix = uniquePrefix('proxy-redis-start');
+  const proxyPort = await freePort();
+  let started: SidecarHandle | undefined;
+  // Nothing listens on that port: Redis is away for the whole start, which waits this long for it.
+  const starting = startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix, redisUrl: `redis://127.0.0.1:${await freePort()}`, enqueueTimeoutMs: 15_000,
+    upstream: service.url, routesFile, proxyPort,
+  }).then((sidecar) => (started = sidecar));
+  t.teardown(async () => {
+    await (await starting).close();
+    await vault.stop();
+    service.server.closeAllConnections();
+    service.server.close();
+  });
+
+  const answer = await waitFor(
+    () => request(`http://127.0.0.1:${proxyPort}/users/u-1`).catch(() => undefined),
+    { timeoutMs: 60_000, message: 'the proxy answering' },
+  );
+  t.is(started, undefined, 'answered while the start was still waiting for Redis');
+  t.is(answer.statusCode, 200);
+  t.like(await answer.body.json(), { id: 'u-1' });
 });
