@@ -59,3 +59,11 @@ export function responseHeaders(headers: Record<string, string | string[] | unde
   }
   return out;
 }
+
+/**
+ * The upstream's own reason phrase (`422 Validation Failed`), which some services' clients
+ * show; Node's default for the code only if the phrase is one Node would refuse to write.
+ */
+export function reasonPhrase(text: string | undefined): string | undefined {
+  return text !== undefined && /^[\t\x20-\x7e\x80-\xff]*$/.test(text) ? text : undefined;
+}

@@ -10,7 +10,7 @@ import { backoffDelay, sleep } from '../delivery/backoff.js';
 import type { EventProducer } from '../queue/producer.js';
 import { Tap, charsetOf, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
 import { buildEvents } from './events.js';
-import { forwardHeaders, hasBody, originForm, responseHeaders } from './headers.js';
+import { forwardHeaders, hasBody, originForm, reasonPhrase, responseHeaders } from './headers.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
 
 export interface ReverseProxyOptions {
@@ -167,7 +167,7 @@ export class ReverseProxy {
     // Events that need nothing from the response body are handed over before it streams.
     if (reporting && !tap) this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody });
 
-    res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
+    res.writeHead(upstream.statusCode, reasonPhrase(upstream.statusText), responseHeaders(upstream.headers));
     if (!tap || !match) {
       await relay(upstream.body, res, undefined, true);
       return;

@@ -1,17 +1,32 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { request } from 'undici';
+import type { SidecarHandle } from '../index.js';
 import { FakeVault } from '../testing/fake-vault.js';
-import { capturingLogger, cleanupRedis, metricValue, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import { capturingLogger, cleanupRedis, metricValue, startTestSidecar, uniquePrefix, waitFor, type LogLine } from '../testing/helpers.js';
 
-test('answers that have no body by definition (HEAD, 204) lose no events and raise no warning', async (t) => {
-  const server = createServer((req, res) => {
+/** How the proxy hands the service's answers back, and what it makes of them. */
+
+let server: Server;
+let vault: FakeVault;
+let sidecar: SidecarHandle;
+let lines: LogLine[];
+let dir: string;
+const prefix = uniquePrefix('proxy-answers');
+
+test.before(async () => {
+  server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
+      if (req.url === '/legacy-error') {
+        // A service whose clients show the reason phrase it chose.
+        res.writeHead(422, 'Validation Failed', { 'content-type': 'application/json' });
+        return res.end('{"errors":["email"]}');
+      }
       if (req.method === 'PUT') {
         res.writeHead(204);
         return res.end();
@@ -22,7 +37,7 @@ test('answers that have no body by definition (HEAD, 204) lose no events and rai
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-no-body-'));
+  dir = mkdtempSync(join(tmpdir(), 'proxy-answers-'));
   const routesFile = join(dir, 'routes.json');
   // Routes as a service with Express's habits is audited: GET answers HEAD too, a PUT may answer 204.
   writeFileSync(routesFile, JSON.stringify({
@@ -32,22 +47,25 @@ test('answers that have no body by definition (HEAD, 204) lose no events and rai
       { method: 'PUT', path: '/users/:id', eventType: 'UPDATE', subjectId: { param: 'id' }, attributes: { email: { response: '/email' } } },
     ],
   }));
-  const vault = new FakeVault();
+  vault = new FakeVault();
   await vault.start();
-  const prefix = uniquePrefix('proxy-no-body');
-  const { logger, lines } = capturingLogger();
-  const sidecar = await startTestSidecar({
+  const captured = capturingLogger();
+  lines = captured.lines;
+  sidecar = await startTestSidecar({
     apiKey: vault.apiKey, vaultUrl: vault.url, prefix, upstream: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, routesFile, batchMs: 10,
-  }, { logger });
-  t.teardown(async () => {
-    await sidecar.close();
-    await vault.stop();
-    await cleanupRedis(prefix);
-    server.closeAllConnections();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  }, { logger: captured.logger });
+});
 
+test.after.always(async () => {
+  await sidecar?.close();
+  await vault?.stop();
+  await cleanupRedis(prefix);
+  server?.closeAllConnections();
+  server?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test.serial('answers that have no body by definition (HEAD, 204) lose no events and raise no warning', async (t) => {
   const head = await request(`${sidecar.proxyUrl}/users/u-1`, { method: 'HEAD' });
   t.is(head.statusCode, 200);
   t.is(head.headers['content-length'], '39', 'the length of the GET body, as the upstream said');
@@ -63,4 +81,15 @@ test('answers that have no body by definition (HEAD, 204) lose no events and rai
   t.deepEqual(vault.records.map((e) => [e.eventType, e.subjectId, e.data?.attribute]), [['READ', 'u-1', 'email']]);
   t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), 0);
   t.deepEqual(lines.filter((l) => l.msg.startsWith('events lost')), []);
+});
+
+test.serial('the status line comes back as the service wrote it, reason phrase included', async (t) => {
+  const { hostname, port } = new URL(sidecar.proxyUrl!);
+  const socket = connect(Number(port), hostname);
+  t.teardown(() => socket.destroy());
+  socket.write(`GET /legacy-error HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`);
+  let answer = '';
+  for await (const chunk of socket) answer += (chunk as Buffer).toString('latin1');
+  t.regex(answer, /^HTTP\/1\.1 422 Validation Failed\r\n/);
+  t.true(answer.includes('{"errors":["email"]}'));
 });
