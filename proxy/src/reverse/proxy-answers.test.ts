@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -92,4 +92,39 @@ test.serial('the status line comes back as the service wrote it, reason phrase i
   for await (const chunk of socket) answer += (chunk as Buffer).toString('latin1');
   t.regex(answer, /^HTTP\/1\.1 422 Validation Failed\r\n/);
   t.true(answer.includes('{"errors":["email"]}'));
+});
+
+test('a keep-alive connection the service closes just as a request goes out is retried on a new one, not answered 502', async (t) => {
+  // A service that closes an idle connection without announcing its idle timeout (no
+  // Keep-Alive header, as many servers do), at the moment the proxy sends the next request on it.
+  const answered: string[] = [];
+  const service = createNetServer((socket) => {
+    let requests = 0;
+    socket.on('data', (chunk) => {
+      if (++requests > 1) return socket.destroy();
+      answered.push(chunk.toString('latin1').split(' ', 2).join(' '));
+      socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok');
+    });
+  });
+  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+  const prefix2 = uniquePrefix('proxy-keep-alive-race');
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: `http://127.0.0.1:${(service.address() as AddressInfo).port}`, routesFile: join(dir, 'routes.json'),
+  });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+    service.close();
+  });
+  for (const method of ['GET', 'DELETE', 'GET'] as const) {
+    const res = await request(`${other.proxyUrl}/reports/7`, { method });
+    t.is(res.statusCode, 200, method);
+    t.is(await res.body.text(), 'ok');
+  }
+  t.deepEqual(answered, ['GET /reports/7', 'DELETE /reports/7', 'GET /reports/7']);
+  // A POST may not be sent twice: the service may have acted on it.
+  const post = await request(`${other.proxyUrl}/reports/7`, { method: 'POST', body: 'x' });
+  t.is(post.statusCode, 502);
+  await post.body.dump();
+  t.is(answered.length, 3);
 });

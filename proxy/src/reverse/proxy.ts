@@ -32,6 +32,8 @@ export interface ReverseProxyOptions {
 }
 
 const maxLingerEvents = 1000;
+/** RFC 9110 §9.2.2: methods whose request may be sent twice. */
+const idempotentMethods = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 /**
  * Node's 16 KiB cuts off services that set big cookies (a 502 for their answers) and clients
  * that send them (a 431).
@@ -133,12 +135,7 @@ export class ReverseProxy {
 
     let upstream: Awaited<ReturnType<Pool['request']>>;
     try {
-      upstream = await this.pool.request({
-        method: method as 'GET',
-        path: this.basePath + target,
-        headers: forwardHeaders(req),
-        body,
-      });
+      upstream = await this.forward(method, target, req, body);
     } catch (err) {
       if (res.destroyed) return;
       const timedOut = err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError;
@@ -186,6 +183,20 @@ export class ReverseProxy {
     // Only now may the client see the end of the response: its next request's events are
     // then handed to the producer after these, and the producer keeps that order into Redis.
     if (complete && !res.destroyed) res.end();
+  }
+
+  private async forward(method: string, target: string, req: IncomingMessage, body: Readable | Buffer | null): Promise<Awaited<ReturnType<Pool['request']>>> {
+    const send = () => this.pool.request({ method: method as 'GET', path: this.basePath + target, headers: forwardHeaders(req), body });
+    try {
+      return await send();
+    } catch (err) {
+      // A kept-alive connection the upstream closed just as the request went out on it (a
+      // server that does not announce its idle timeout): a client talking to it directly
+      // would send the request again on a new connection, as browsers do, so the proxy does,
+      // once. Only a request that may be sent twice, and whose body is at hand to send again.
+      if (!(err instanceof undiciErrors.SocketError) || !idempotentMethods.has(method) || body instanceof Readable) throw err;
+      return send();
+    }
   }
 
   /**
