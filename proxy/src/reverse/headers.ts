@@ -50,14 +50,25 @@ export function forwardHeaders(req: IncomingMessage): string[] {
   return out;
 }
 
-export function responseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
-  const drop = connectionTokens(headers.connection);
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || hopByHop.has(name) || drop.has(name)) continue;
-    out[name] = value;
+/**
+ * The upstream's headers as it sent them (names spelt as written, order and repeats kept), from
+ * undici's raw list of name, value, name, value…, minus per-connection ones.
+ */
+export function responseHeaders(raw: string[]): string[] {
+  const drop = connectionTokens(headerOf(raw, 'connection'));
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (hopByHop.has(name) || drop.has(name)) continue;
+    out.push(raw[i], raw[i + 1]);
   }
   return out;
+}
+
+/** The first value of a header in a raw list, whatever the case of its name. */
+export function headerOf(raw: string[], name: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
+  return undefined;
 }
 
 /**

@@ -27,6 +27,14 @@ test.before(async () => {
         res.writeHead(422, 'Validation Failed', { 'content-type': 'application/json' });
         return res.end('{"errors":["email"]}');
       }
+      if (req.url === '/legacy-headers') {
+        // Names spelt as the service spells them, which a client may look up as spelt.
+        res.setHeader('Content-Type', 'text/plain');
+        res.setHeader('X-Request-ID', 'r-1');
+        res.setHeader('Set-Cookie', ['a=1', 'b=2']);
+        res.writeHead(200);
+        return res.end('ok');
+      }
       if (req.method === 'PUT') {
         res.writeHead(204);
         return res.end();
@@ -83,15 +91,32 @@ test.serial('answers that have no body by definition (HEAD, 204) lose no events 
   t.deepEqual(lines.filter((l) => l.msg.startsWith('events lost')), []);
 });
 
-test.serial('the status line comes back as the service wrote it, reason phrase included', async (t) => {
+/** The proxy's whole answer to a GET, as bytes on the wire. */
+async function rawGet(path: string): Promise<string> {
   const { hostname, port } = new URL(sidecar.proxyUrl!);
   const socket = connect(Number(port), hostname);
-  t.teardown(() => socket.destroy());
-  socket.write(`GET /legacy-error HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`);
-  let answer = '';
-  for await (const chunk of socket) answer += (chunk as Buffer).toString('latin1');
+  try {
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`);
+    let answer = '';
+    for await (const chunk of socket) answer += (chunk as Buffer).toString('latin1');
+    return answer;
+  } finally {
+    socket.destroy();
+  }
+}
+
+test.serial('the status line comes back as the service wrote it, reason phrase included', async (t) => {
+  const answer = await rawGet('/legacy-error');
   t.regex(answer, /^HTTP\/1\.1 422 Validation Failed\r\n/);
   t.true(answer.includes('{"errors":["email"]}'));
+});
+
+test.serial('header names come back spelt as the service wrote them', async (t) => {
+  const answer = await rawGet('/legacy-headers');
+  const head = answer.slice(0, answer.indexOf('\r\n\r\n'));
+  for (const line of ['Content-Type: text/plain', 'X-Request-ID: r-1', 'Set-Cookie: a=1', 'Set-Cookie: b=2']) {
+    t.true(head.split('\r\n').includes(line), `${line} in:\n${head}`);
+  }
 });
 
 test('a keep-alive connection the service closes just as a request goes out is retried on a new one, not answered 502', async (t) => {

@@ -10,7 +10,7 @@ import { backoffDelay, sleep } from '../delivery/backoff.js';
 import type { EventProducer } from '../queue/producer.js';
 import { Tap, charsetOf, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
 import { buildEvents } from './events.js';
-import { forwardHeaders, hasBody, originForm, reasonPhrase, responseHeaders } from './headers.js';
+import { forwardHeaders, hasBody, headerOf, originForm, reasonPhrase, responseHeaders } from './headers.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
 
 export interface ReverseProxyOptions {
@@ -164,7 +164,8 @@ export class ReverseProxy {
     // Events that need nothing from the response body are handed over before it streams.
     if (reporting && !tap) this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody });
 
-    res.writeHead(upstream.statusCode, reasonPhrase(upstream.statusText), responseHeaders(upstream.headers));
+    const headers = upstream.headers as unknown as string[];
+    res.writeHead(upstream.statusCode, reasonPhrase(upstream.statusText), responseHeaders(headers));
     if (!tap || !match) {
       await relay(upstream.body, res, undefined, true);
       return;
@@ -172,11 +173,11 @@ export class ReverseProxy {
     const complete = await relay(upstream.body, res, tap, false);
     let responseBody: unknown;
     let unknownCharset: string | undefined;
-    const contentType = upstream.headers['content-type'] as string | undefined;
+    const contentType = headerOf(headers, 'content-type');
     if (complete && !tap.overflow && isJson(contentType)) {
       const charset = charsetOf(contentType);
       if (charset === undefined) unknownCharset = contentType;
-      else responseBody = parseJson(decode(tap.buffer(), upstream.headers['content-encoding'] as string | undefined, this.options.bodyLimit), charset);
+      else responseBody = parseJson(decode(tap.buffer(), headerOf(headers, 'content-encoding'), this.options.bodyLimit), charset);
     }
     if (responseBody === undefined) this.bodyUnavailable(match, 'response', unknownCharset);
     this.emit(match, { params: match.params, query: query(), headers: req.headers, requestBody, responseBody });
@@ -186,7 +187,8 @@ export class ReverseProxy {
   }
 
   private async forward(method: string, target: string, req: IncomingMessage, body: Readable | Buffer | null): Promise<Awaited<ReturnType<Pool['request']>>> {
-    const send = () => this.pool.request({ method: method as 'GET', path: this.basePath + target, headers: forwardHeaders(req), body });
+    // Raw headers: the answer goes back with its header names spelt as the upstream wrote them.
+    const send = () => this.pool.request({ method: method as 'GET', path: this.basePath + target, headers: forwardHeaders(req), body, responseHeaders: 'raw' });
     try {
       return await send();
     } catch (err) {
