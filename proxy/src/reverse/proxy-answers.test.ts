@@ -53,11 +53,12 @@ test.before(async () => {
     routes: [
       { method: ['GET', 'HEAD'], path: '/users/:id', eventType: 'READ', subjectId: { param: 'id' }, attributes: { email: { response: '/email' } } },
       { method: 'PUT', path: '/users/:id', eventType: 'UPDATE', subjectId: { param: 'id' }, attributes: { email: { response: '/email' } } },
+      { method: 'POST', path: '/users', eventType: 'STORE', subjectId: { request: '/id' }, attributes: { email: { request: '/email' } } },
     ],
   }));
   vault = new FakeVault();
   await vault.start();
-  const captured = capturingLogger();
+  const captured = capturingLogger('debug');
   lines = captured.lines;
   sidecar = await startTestSidecar({
     apiKey: vault.apiKey, vaultUrl: vault.url, prefix, upstream: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, routesFile, batchMs: 10,
@@ -117,6 +118,17 @@ test.serial('header names come back spelt as the service wrote them', async (t) 
   for (const line of ['Content-Type: text/plain', 'X-Request-ID: r-1', 'Set-Cookie: a=1', 'Set-Cookie: b=2']) {
     t.true(head.split('\r\n').includes(line), `${line} in:\n${head}`);
   }
+});
+
+test.serial('a client that hangs up while sending a body the proxy reads is no error of the proxy', async (t) => {
+  const { hostname, port } = new URL(sidecar.proxyUrl!);
+  const socket = connect(Number(port), hostname);
+  socket.write(`POST /users HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"id":"u-9","email":"`);
+  await new Promise((r) => setTimeout(r, 200));
+  socket.destroy();
+  const line = await waitFor(() => lines.find((l) => l.component === 'proxy' && l.err === 'aborted'), { message: 'the hang-up logged' });
+  t.true(line.level < 40, `logged at level ${line.level}: ${line.msg}`);
+  t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), 0, 'nothing reached the service, so nothing is lost');
 });
 
 test('a keep-alive connection the service closes just as a request goes out is retried on a new one, not answered 502', async (t) => {

@@ -80,6 +80,11 @@ export class ReverseProxy {
     const headersTimeout = keepAliveMs + 1000;
     this.server = createServer({ maxHeaderSize, headersTimeout, requestTimeout: Math.max(requestTimeoutMs, headersTimeout) }, (req, res) => {
       this.handle(req, res).catch((err) => {
+        // A client gone mid-request (its body cut off) is the client's doing, not a fault to page anyone for.
+        if (req.destroyed && !req.complete) {
+          options.log.debug({ err: (err as Error).message }, 'client went away before its request was forwarded');
+          return;
+        }
         options.log.error({ err: (err as Error).message }, 'proxy request failed');
         if (!res.headersSent) {
           res.writeHead(500, { 'content-type': 'application/json' });
