@@ -47,7 +47,8 @@ async function start(root: string, keys: { publicKey: string; privateKey: string
     VAULT_ENCRYPTION_PUBLIC_KEY: keys.publicKey,
     VAULT_INDEX_KEY: randomBytes(32).toString('base64'),
     VAULT_LOG_LEVEL: 'warn',
-    VAULT_RATE_LIMIT_MAX: '0',
+    // The benchmark's vaults limit rates (as production does); AB_RATE_LIMIT_MAX=100000000 measures that too.
+    VAULT_RATE_LIMIT_MAX: process.env.AB_RATE_LIMIT_MAX ?? '0',
   });
   const vault = await Vault.open({ config, logger: createLogger('warn'), announce: () => {} });
   const app = await buildServer(vault);
