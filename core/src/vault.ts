@@ -54,6 +54,12 @@ export interface VaultOptions {
    * not make a vault of its own there.
    */
   existing?: boolean;
+  /**
+   * With `existing`: a database of another release is opened as it is, for `vault backup`,
+   * which copies it whole. The way back from an upgrade is a backup taken by the new
+   * release's command line before it migrates anything.
+   */
+  anyRelease?: boolean;
 }
 
 export class Vault {
@@ -179,7 +185,7 @@ export class Vault {
     const vault = new Vault(options, handle, indexKey);
     try {
       if (existing) {
-        await vault.requireMigrated();
+        await vault.requireMigrated(options.anyRelease === true);
       } else {
         await oneStartAtATime(handle, async () => {
           const migrating = handle.unbounded?.();
@@ -201,10 +207,10 @@ export class Vault {
     return vault;
   }
 
-  private async requireMigrated(): Promise<void> {
+  private async requireMigrated(anyRelease: boolean): Promise<void> {
     const { pending, applied } = await pendingMigrations(this.db);
     if (applied === 0) throw new Error(`${redactUrl(this.config.db)} holds no vault: check VAULT_DB (a start or \`vault migrate\` creates one)`);
-    if (pending.length > 0) {
+    if (pending.length > 0 && !anyRelease) {
       throw new Error(`the database is not migrated to this release (${pending.join(', ')} not applied): run \`vault migrate\`, or start this release's vault, first`);
     }
   }

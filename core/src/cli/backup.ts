@@ -27,7 +27,8 @@ export const backupCommands: Record<string, Command> = {
         io.err(unwritable);
         return 2;
       }
-      await withVault(io, (vault) => backupDatabase(vault, target, io.env));
+      // Whatever release the database is of: an upgrade's way back is taken before it migrates.
+      await withVault(io, (vault) => backupDatabase(vault, target, io.env), { anyRelease: true });
       io.out(`Backed up to ${target}. The blind-index key (VAULT_INDEX_KEY or index.key) is not in it: keep it with the backup, apart from the private key.`);
       return 0;
     },

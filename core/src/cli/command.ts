@@ -26,12 +26,12 @@ export interface Command {
 
 /**
  * Opens the configured vault quietly (warnings only) for one command. Only `migrate` may
- * create or migrate it (`existing: false`); every other verb refuses a vault that is missing
- * or not migrated to this release.
+ * create or migrate it (`existing: false`); every other verb refuses a vault that is missing,
+ * and all but `backup` (`anyRelease`) one not migrated to this release.
  */
-export async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>, { existing = true } = {}): Promise<T> {
+export async function withVault<T>(io: Io, fn: (vault: Vault) => Promise<T>, { existing = true, anyRelease = false } = {}): Promise<T> {
   const config = loadConfig(io.env);
-  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: io.err, existing });
+  const vault = await Vault.open({ config, logger: createLogger('warn'), announce: io.err, existing, anyRelease });
   try {
     return await fn(vault);
   } finally {
