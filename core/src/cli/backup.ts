@@ -1,7 +1,7 @@
 /** `vault backup` and `vault restore`: online backups of either database, and their restore. */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../config.js';
 import { conflict } from '../errors.js';
@@ -232,6 +232,8 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
     if (!isVaultDatabase(source)) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
     refuseIfOpen(path);
+    // Onto a new machine: the directory is made as a start makes it, private to its owner.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     // Copied beside the database, then renamed over it: a vault starting meanwhile opens the
     // old file or the whole restored one, never one half copied; a failed copy changes nothing.
     await writeBeside(path, (partial) => {

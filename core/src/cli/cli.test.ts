@@ -504,6 +504,20 @@ test('upgrading: the new release backs up a database an older release left, as i
   t.is(await applied(`sqlite:${backup}`), 5, 'the backup is of the older release');
 });
 
+test('restore onto a new machine: a data directory not there yet is made, private, for the restored database', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-cli-restore-new-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const backup = join(dir, 'vault-backup.db');
+  await migratedTo(`sqlite:${backup}`, '0012_index_key_check');
+  const fresh = join(dir, 'data');
+  const restored = io({ VAULT_DATA_DIR: fresh });
+  t.is(await runCli(['restore', '--from', backup], restored.io), 0, restored.err.join('\n'));
+  t.deepEqual(restored.out, [`Restored ${backup}`]);
+  t.is(statSync(fresh).mode & 0o777, 0o700);
+  t.is(statSync(join(fresh, 'vault.db')).mode & 0o777, 0o600);
+  t.deepEqual(readdirSync(fresh), ['vault.db']);
+});
+
 test('PostgreSQL: no verb but migrate makes a vault in a database without one', async (t) => {
   const database = await createPostgresDatabase();
   t.teardown(() => database.drop());
