@@ -1,18 +1,19 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { freePort, REPO_ROOT, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
+import { freePort, REPO_ROOT, runVaultCli, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
 import { createPostgresDatabase, testKeyPair } from '../core/src/testing/harness.js';
 import pg from 'pg';
 
-function start(env: Record<string, string>) {
+function start(env: Record<string, string>, as: { uid?: number; gid?: number } = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'core/src/main.ts')], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
+    ...as,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -165,6 +166,30 @@ test('an index.key emptied or cut short stops the start, and is not replaced by 
     t.is(readFileSync(keyFile, 'utf8'), kept);
     t.deepEqual(readdirSync(dataDir), ['index.key'], 'no database was created');
   }
+});
+
+test('a database the vault cannot write stops the start with one line naming the file and why, and changes nothing', async (t) => {
+  const parent = mkdtempSync(join(tmpdir(), 'vault-unwritable-'));
+  t.teardown(() => rmSync(parent, { recursive: true, force: true }));
+  const dataDir = join(parent, 'data');
+  const env = { VAULT_DATA_DIR: dataDir, VAULT_INDEX_KEY: randomBytes(32).toString('base64'), VAULT_ADMIN_API_KEY: 'admin_startup_test_key_0123456789' };
+  runVaultCli(['migrate'], env);
+  const database = join(dataDir, 'vault.db');
+  const before = readFileSync(database);
+  // Not writable by the vault's user: root ignores modes, so as root the vault runs as nobody
+  // on root's files (a data directory left to another user, as a restore run as root leaves it).
+  const root = process.getuid?.() === 0;
+  chmodSync(parent, 0o755);
+  chmodSync(dataDir, root ? 0o755 : 0o500);
+  for (const file of readdirSync(dataDir)) chmodSync(join(dataDir, file), root ? 0o644 : 0o400);
+  t.teardown(() => chmodSync(dataDir, 0o700));
+  const vault = start({ ...env, VAULT_PORT: String(await freePort()) }, root ? { uid: 65534, gid: 65534 } : {});
+  t.is(await vault.exited, 1);
+  t.regex(
+    vault.output(),
+    new RegExp(`The vault could not start: the vault cannot write its database ${database} \\(EACCES\\): give the user it runs as write access to it and to ${dataDir}, where it writes the database's -wal and -shm files\n$`),
+  );
+  t.deepEqual(readFileSync(database), before);
 });
 
 test('npm start builds dist/ and runs the compiled vault, not the TypeScript sources', async (t) => {

@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import type { DatabaseHandle } from './connect.js';
 import type { Database } from './schema.js';
 import { WalCheckpointer } from './checkpointer.js';
+import { cannotWrite, isFileSystemFailure, requireWritableFile } from './sqlite-access.js';
 
 /** Distinct statements kept prepared per connection. */
 const PREPARED_STATEMENTS = 500;
@@ -38,8 +39,17 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError, onMode
     const changes = keepPrivate(path);
     if (changes.length > 0) onModesTightened?.(changes);
   }
+  // SQLite would open a file it may not write read-only, and fail only at the first write.
+  if (path !== ':memory:') requireWritableFile(path);
   const sqlite = new SqliteDatabase(path);
-  sqlite.pragma('journal_mode = WAL');
+  try {
+    sqlite.pragma('journal_mode = WAL');
+    // The write-ahead log and its index are opened, or created, by the first read.
+    sqlite.prepare('select count(*) from sqlite_master').get();
+  } catch (err) {
+    sqlite.close();
+    throw isFileSystemFailure(err) ? cannotWrite(path, err as Error) : err;
+  }
   // NORMAL is durable across process crashes in WAL mode; only power loss can drop the last commits.
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
