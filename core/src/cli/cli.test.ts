@@ -178,6 +178,32 @@ test('rewrap given the active key’s own private key says so, rather than to re
   t.regex(err.join('\n'), /^Failed: --old-private-key is the active key's own \([0-9a-f]+\): give the private key of the key being replaced, or register the new key first \(vault keys register\)$/);
 });
 
+test('the rotation verbs given the wrong file name the option and what the file is not', async (t) => {
+  const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const dir = env.VAULT_DATA_DIR;
+  const stranger = generateKeyPair(2048);
+  writeFileSync(join(dir, 'stranger-private.pem'), stranger.privatePem);
+  writeFileSync(join(dir, 'garbage.pem'), 'not a key');
+  const cases: [string[], string][] = [
+    // The private half where the public one belongs: the vault never holds a private key.
+    [['keys', 'register', '--public-key', join(dir, 'vault-private-key.pem')], `--public-key: ${join(dir, 'vault-private-key.pem')} is a private key: register the public half (public-key.pem), never the private one`],
+    [['keys', 'register', '--public-key', join(dir, 'garbage.pem')], `--public-key: ${join(dir, 'garbage.pem')} is not a PEM RSA public key`],
+    [['keys', 'register', '--public-key', dir], `--public-key: ${dir} is a directory: name the public key file in it (public-key.pem)`],
+    [['keys', 'rewrap', '--old-private-key', join(dir, 'vault-public-key.pem')], `--old-private-key: ${join(dir, 'vault-public-key.pem')} is not the PEM private key of a key registered with this vault (see vault keys list; a retired key's private key opens nothing)`],
+    [['keys', 'rewrap', '--old-private-key', join(dir, 'stranger-private.pem')], `--old-private-key: ${join(dir, 'stranger-private.pem')} is not the PEM private key of a key registered with this vault (see vault keys list; a retired key's private key opens nothing)`],
+    [['keys', 'rewrap', '--old-private-key', dir], `--old-private-key: ${dir} is a directory: name the private key file in it`],
+  ];
+  for (const [args, message] of cases) {
+    const { io: x, err } = io(env);
+    t.is(await runCli(args, x), args.includes(dir) ? 2 : 1, args.join(' '));
+    t.deepEqual(err, [args.includes(dir) ? message : `Failed: ${message}`], args.join(' '));
+  }
+  const listed = io(env);
+  await runCli(['keys', 'list'], listed.io);
+  t.is(listed.out.length, 1, 'nothing was registered');
+});
+
 test('migrate brings a fresh database up to date', async (t) => {
   const { io: x, out } = io(dataDir(t));
   t.is(await runCli(['migrate'], x), 0);

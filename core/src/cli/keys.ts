@@ -1,7 +1,8 @@
 /** `vault keygen` and `vault keys ...`: the vault's RSA key pairs, and their rotation. */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { generateKeyPair, parsePublicKeyHeader } from '../crypto/keys.js';
+import { generateKeyPair, INVALID_KEY, parsePublicKeyHeader } from '../crypto/keys.js';
+import { isVaultError } from '../errors.js';
 import { CLI_ACTOR, withVault, type Command } from './command.js';
 
 export const keyCommands: Record<string, Command> = {
@@ -58,7 +59,16 @@ export const keyCommands: Record<string, Command> = {
         io.err('--public-key must name a PEM public key file');
         return 2;
       }
-      const key = await withVault(io, (vault) => vault.keyRotation.register(parsePublicKeyHeader(readFileSync(String(file), 'utf8')), CLI_ACTOR));
+      const path = resolve(String(file));
+      if (statSync(path).isDirectory()) {
+        io.err(`--public-key: ${path} is a directory: name the public key file in it (public-key.pem)`);
+        return 2;
+      }
+      const pem = readFileSync(path, 'utf8');
+      // The request's own message ("Encoded key provided is invalid") names neither the option nor the file.
+      if (pem.includes('PRIVATE KEY')) throw new Error(`--public-key: ${path} is a private key: register the public half (public-key.pem), never the private one`);
+      const publicKey = asKeyFile(() => parsePublicKeyHeader(pem), `--public-key: ${path} is not a PEM RSA public key`);
+      const key = await withVault(io, (vault) => vault.keyRotation.register(publicKey, CLI_ACTOR));
       io.out(`Registered ${key.id} as the active key. The previous key stays readable until retired.`);
       return 0;
     },
@@ -74,8 +84,18 @@ export const keyCommands: Record<string, Command> = {
         io.err('--old-private-key must name the PEM private key of the key being replaced');
         return 2;
       }
-      const oldPrivateKey = Buffer.from(readFileSync(String(file))).toString('base64');
-      const count = await withVault(io, (vault) => vault.keyRotation.rewrap(oldPrivateKey, CLI_ACTOR));
+      const path = resolve(String(file));
+      if (statSync(path).isDirectory()) {
+        io.err(`--old-private-key: ${path} is a directory: name the private key file in it`);
+        return 2;
+      }
+      const oldPrivateKey = Buffer.from(readFileSync(path)).toString('base64');
+      const unknown = `--old-private-key: ${path} is not the PEM private key of a key registered with this vault (see vault keys list; a retired key's private key opens nothing)`;
+      const count = await withVault(io, async (vault) => {
+        // Only the key's own check: a data key failing to open under a registered key is another matter.
+        await asKeyFile(() => vault.keyring.requireDecryptionKey(oldPrivateKey), unknown);
+        return vault.keyRotation.rewrap(oldPrivateKey, CLI_ACTOR);
+      });
       io.out(`Re-wrapped ${count} data keys under the active key. Both private keys read everything until the old key is retired.`);
       return 0;
     },
@@ -97,3 +117,16 @@ export const keyCommands: Record<string, Command> = {
     },
   },
 };
+
+/** Runs `use`, saying `message` instead of the request's invalid-key answer, whose words fit a header. */
+function asKeyFile<T>(use: () => T, message: string): T {
+  const refused = (err: unknown) => {
+    throw isVaultError(err) && err.message === INVALID_KEY ? new Error(message) : err;
+  };
+  try {
+    const result = use();
+    return (result instanceof Promise ? result.catch(refused) : result) as T;
+  } catch (err) {
+    return refused(err);
+  }
+}
