@@ -37,6 +37,7 @@ export const applicationCommands: Record<string, Command> = {
   'applications update': {
     summary: 'Change an application in place (its id, key and history stay)',
     usage: 'vault applications update ID [--name NAME] [--attributes A,B|*] [--admin | --no-admin]',
+    positionals: 1,
     options: { name: { type: 'string' }, attributes: { type: 'string' }, admin: { type: 'boolean' }, 'no-admin': { type: 'boolean' } },
     async run({ values, positionals }, io) {
       const id = positionals[0];
@@ -66,6 +67,7 @@ export const applicationCommands: Record<string, Command> = {
   'applications roll-key': {
     summary: "Give an application a new API key, printed once; the old one stops, or stays valid for --keep-previous seconds",
     usage: 'vault applications roll-key ID [--keep-previous SECONDS] [--api-key KEY]',
+    positionals: 1,
     options: { 'keep-previous': { type: 'string', default: '0' }, 'api-key': { type: 'string' } },
     async run({ values, positionals }, io) {
       const id = positionals[0];
@@ -90,6 +92,7 @@ export const applicationCommands: Record<string, Command> = {
   'applications delete': {
     summary: 'Delete an application (its key stops working at once)',
     usage: 'vault applications delete ID',
+    positionals: 1,
     async run({ positionals }, io) {
       const id = positionals[0];
       if (!id) {

@@ -74,6 +74,28 @@ test('an unknown verb or option is exit code 2 with help', async (t) => {
   t.regex(badOption.err.join('\n'), /Unknown option '--colour'/);
 });
 
+test('an argument a verb does not take is a usage error, not ignored', async (t) => {
+  const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const created = io(env);
+  t.is(await runCli(['applications', 'create', '--name', 'kept'], created.io), 0);
+  const id = /Created application (\S+)/.exec(created.out.join('\n'))![1];
+  const cases: [string[], string, string][] = [
+    [['activity', 'verify', '10500:a41f'], '10500:a41f', 'vault activity verify [--head SEQUENCE:HASH]'],
+    [['applications', 'delete', id, 'another-id'], 'another-id', 'vault applications delete ID'],
+    [['keys', 'list', 'extra'], 'extra', 'vault keys list'],
+  ];
+  for (const [args, stray, usage] of cases) {
+    const { io: x, err } = io(env);
+    t.is(await runCli(args, x), 2, args.join(' '));
+    t.is(err[0].split('\n')[0], `Unexpected argument: ${stray}`);
+    t.true(err.join('\n').includes(`Usage: ${usage}`));
+  }
+  const listed = io(env);
+  await runCli(['applications', 'list'], listed.io);
+  t.true(listed.out.some((l) => l.startsWith(`${id}\tkept`)), 'nothing was deleted');
+});
+
 test('keygen writes a usable key pair, the private half 0600', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vault-keygen-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -21,6 +21,8 @@ export interface Command {
   summary: string;
   usage: string;
   options?: ParseArgsConfig['options'];
+  /** How many arguments besides the options it takes (an application's id); none if unset. */
+  positionals?: number;
   run(args: { values: Record<string, string | boolean | undefined>; positionals: string[] }, io: Io): Promise<number>;
 }
 

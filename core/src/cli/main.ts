@@ -46,6 +46,13 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   }
   try {
     const args = parseArgs({ args: rest, options: command.options ?? {}, allowPositionals: true, strict: true });
+    // Ignored, a stray argument hid a mistake: `applications delete A B` deleted A alone, and
+    // `activity verify 10500:a41f…` (no --head) checked nothing against that head.
+    const stray = args.positionals.slice(command.positionals ?? 0);
+    if (stray.length > 0) {
+      io.err(`Unexpected argument${stray.length > 1 ? 's' : ''}: ${stray.join(' ')}\nUsage: ${command.usage}`);
+      return 2;
+    }
     return await command.run(args as Parameters<typeof command.run>[0], io);
   } catch (err) {
     if (err instanceof ConfigError) io.err(`Invalid configuration: ${err.message}`);
