@@ -552,6 +552,18 @@ test('upgrading: the new release backs up a database an older release left, as i
   t.is(await applied(`sqlite:${backup}`), 5, 'the backup is of the older release');
 });
 
+test('a verb closes the database it opened: a restore after it, in the same process, is not refused', async (t) => {
+  const env = dataDir(t);
+  const backup = join(env.VAULT_DATA_DIR, 'backup.db');
+  // One process runs all three, as a script embedding the command line (or the vault) does.
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  t.is(await runCli(['backup', '--to', backup], io(env).io), 0);
+  t.is(await runCli(['keys', 'list'], io(env).io), 0);
+  const restored = io(env);
+  t.is(await runCli(['restore', '--from', backup], restored.io), 0, restored.err.join('\n'));
+  t.deepEqual(restored.out, [`Restored ${backup}`]);
+});
+
 test('restore onto a new machine: a data directory not there yet is made, private, for the restored database', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vault-cli-restore-new-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

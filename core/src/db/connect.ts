@@ -27,6 +27,12 @@ export interface DatabaseHandle {
    * migrations, which may rightly rewrite a large table for minutes. Destroy it after.
    */
   unbounded?(): Kysely<Database>;
+  /**
+   * For an SQLite file: closes both connections if they are still open. Kysely closes a
+   * connection only if it ran a statement, and a verb that never read through the reader
+   * left its file open for as long as the process ran.
+   */
+  closeFiles?(): void;
 }
 
 export interface ConnectOptions {
@@ -85,6 +91,7 @@ export async function disconnect(handle: DatabaseHandle): Promise<void> {
   await handle.checkpointer?.stop();
   await handle.db.destroy();
   if (handle.reader !== handle.db) await handle.reader.destroy();
+  handle.closeFiles?.();
 }
 
 /** How Kysely opens a transaction: `begin`, or `start transaction isolation level ...`. */

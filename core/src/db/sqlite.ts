@@ -73,7 +73,10 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError, onMode
       onCheckpointError?.(err);
     },
   });
-  return { db, reader, dialect: 'sqlite', sqlite, checkpointer };
+  const closeFiles = () => {
+    for (const connection of [sqlite, readerSqlite]) if (connection.open) connection.close();
+  };
+  return { db, reader, dialect: 'sqlite', sqlite, checkpointer, closeFiles };
 }
 
 /**
