@@ -10,6 +10,7 @@ import { redactUrl } from '../db/connect.js';
 import type { DialectName } from '../db/dialect.js';
 import type { ChildProcess } from 'node:child_process';
 import { withVault, type Command } from './command.js';
+import { restoredIndexKeyWarning } from './restore-key.js';
 
 export const backupCommands: Record<string, Command> = {
   backup: {
@@ -46,10 +47,8 @@ export const backupCommands: Record<string, Command> = {
       const config = loadConfig(io.env);
       await restoreDatabase(config.db, resolve(String(values.from)), io.env);
       io.out(`Restored ${values.from}`);
-      // Said here, not only by the start that refuses it: the key is kept apart from the backup.
-      if (!config.indexKey && !existsSync(join(config.dataDir, 'index.key'))) {
-        io.err(`No blind-index key here (VAULT_INDEX_KEY, or ${join(config.dataDir, 'index.key')}): put the one kept with the backup in place before starting the vault: a start without it is refused (or, for a backup of an older release, makes a new one, and search finds nothing stored before).`);
-      }
+      const warning = await restoredIndexKeyWarning(config);
+      if (warning) io.err(warning);
       return 0;
     },
   },

@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readF
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './main.js';
+import { randomBytes } from 'node:crypto';
 import { commands } from './commands.js';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { connect, disconnect } from '../db/connect.js';
@@ -562,6 +563,27 @@ test('a verb closes the database it opened: a restore after it, in the same proc
   const restored = io(env);
   t.is(await runCli(['restore', '--from', backup], restored.io), 0, restored.err.join('\n'));
   t.deepEqual(restored.out, [`Restored ${backup}`]);
+});
+
+test('restore says when the blind-index key at hand is not the one the backup was indexed with', async (t) => {
+  const env = { ...dataDir(t), VAULT_INDEX_KEY: randomBytes(32).toString('base64') };
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const backups = mkdtempSync(join(tmpdir(), 'vault-cli-restore-key-'));
+  t.teardown(() => rmSync(backups, { recursive: true, force: true }));
+  const backup = join(backups, 'vault.db');
+  t.is(await runCli(['backup', '--to', backup], io(env).io), 0);
+
+  const elsewhere = { VAULT_DATA_DIR: join(backups, 'data'), VAULT_INDEX_KEY: randomBytes(32).toString('base64') };
+  const other = io(elsewhere);
+  t.is(await runCli(['restore', '--from', backup], other.io), 0);
+  t.deepEqual(other.err, [
+    'The blind-index key here (VAULT_INDEX_KEY) is not the one this backup was indexed with: put the one kept with the backup in place before starting the vault; a start with this one is refused.',
+  ]);
+  t.false(other.err.join('').includes(elsewhere.VAULT_INDEX_KEY));
+
+  const same = io({ ...elsewhere, VAULT_INDEX_KEY: env.VAULT_INDEX_KEY });
+  t.is(await runCli(['restore', '--from', backup], same.io), 0);
+  t.deepEqual(same.err, [], 'the backup’s own key: nothing to say');
 });
 
 test('restore onto a new machine: a data directory not there yet is made, private, for the restored database', async (t) => {
