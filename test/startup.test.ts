@@ -1,7 +1,7 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -190,6 +190,31 @@ test('a database the vault cannot write stops the start with one line naming the
     new RegExp(`The vault could not start: the vault cannot write its database ${database} \\(EACCES\\): give the user it runs as write access to it and to ${dataDir}, where it writes the database's -wal and -shm files\n$`),
   );
   t.deepEqual(readFileSync(database), before);
+});
+
+test('a key file the vault may not make private is said to be still readable, not to have been made private', async (t) => {
+  // Only root can leave the vault's user a file of another user's it may read but not chmod.
+  if (process.getuid?.() !== 0) return t.pass('needs root, to run the vault as another user');
+  const parent = mkdtempSync(join(tmpdir(), 'vault-foreign-key-'));
+  t.teardown(() => rmSync(parent, { recursive: true, force: true }));
+  chmodSync(parent, 0o755);
+  const dataDir = join(parent, 'data');
+  const env = { VAULT_DATA_DIR: dataDir, VAULT_ADMIN_API_KEY: 'admin_startup_test_key_0123456789' };
+  runVaultCli(['migrate'], env);
+  // The vault runs as nobody, who owns the directory and database; root left index.key 0644.
+  for (const name of ['', ...readdirSync(dataDir)]) chownSync(join(dataDir, name), 65534, 65534);
+  const keyFile = join(dataDir, 'index.key');
+  chownSync(keyFile, 0, 0);
+  chmodSync(keyFile, 0o644);
+  const vault = start({ ...env, VAULT_PORT: String(await freePort()), VAULT_LOG_LEVEL: 'warn' }, { uid: 65534, gid: 65534 });
+  t.teardown(() => void vault.child.kill('SIGKILL'));
+  const warned = async () => {
+    for (let i = 0; i < 300 && !vault.output().includes('\n'); i++) await new Promise((r) => setTimeout(r, 100));
+    return JSON.parse(vault.output().split('\n')[0]) as { msg: string; changes: string[] };
+  };
+  const line = await warned();
+  t.deepEqual(line.changes, [`${keyFile} stays 0644: EPERM`]);
+  t.is(line.msg, 'files of the vault are readable by other users and could not all be made private (a file of another user): change their owner or mode');
 });
 
 test('npm start builds dist/ and runs the compiled vault, not the TypeScript sources', async (t) => {

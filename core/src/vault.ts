@@ -180,7 +180,14 @@ export class Vault {
       onModesTightened: (changes) => tightened.push(...changes),
     });
     if (tightened.length > 0) {
-      options.logger.warn({ changes: tightened }, 'files of the vault were readable by other users (as older releases created them): made them private to their owner');
+      // A file another user owns stays readable (`… stays 0644: EPERM`): saying it was made private would hide that.
+      const kept = tightened.some((change) => / stays \d+: /.test(change));
+      options.logger.warn(
+        { changes: tightened },
+        kept
+          ? 'files of the vault are readable by other users and could not all be made private (a file of another user): change their owner or mode'
+          : 'files of the vault were readable by other users (as older releases created them): made them private to their owner',
+      );
     }
     const vault = new Vault(options, handle, indexKey);
     try {
