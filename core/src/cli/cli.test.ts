@@ -4,7 +4,6 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readF
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './main.js';
-import { randomBytes } from 'node:crypto';
 import { commands } from './commands.js';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { connect, disconnect } from '../db/connect.js';
@@ -121,6 +120,12 @@ test('keygen never writes over a key pair already in --out: it replaced the priv
   t.deepEqual(again.err, [`${privatePath} already exists: keygen writes a new pair only where there is none (nothing was written)`]);
   t.deepEqual(again.out, []);
   t.is(readFileSync(privatePath, 'utf8'), before, 'the key that may already encrypt data is not lost');
+
+  const file = join(dir, 'file.pem');
+  writeFileSync(file, 'x');
+  const notDir = io();
+  t.is(await runCli(['keygen', '--out', file], notDir.io), 2);
+  t.deepEqual(notDir.err, [`--out names a file (${file}): give the directory to write the key pair in`]);
 });
 
 test('applications are created, listed and deleted from the command line', async (t) => {

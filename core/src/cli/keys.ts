@@ -1,5 +1,5 @@
 /** `vault keygen` and `vault keys ...`: the vault's RSA key pairs, and their rotation. */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { generateKeyPair, INVALID_KEY, parsePublicKeyHeader } from '../crypto/keys.js';
 import { isVaultError } from '../errors.js';
@@ -17,6 +17,10 @@ export const keyCommands: Record<string, Command> = {
         return 2;
       }
       const dir = values.out ? resolve(String(values.out)) : undefined;
+      if (dir && statSync(dir, { throwIfNoEntry: false })?.isDirectory() === false) {
+        io.err(`--out names a file (${dir}): give the directory to write the key pair in`);
+        return 2;
+      }
       // The key there may be the one data is already sealed under; and a file's mode is only
       // set on creation, so a new private key would have taken an old file's 0644.
       const taken = dir && [join(dir, 'private-key.pem'), join(dir, 'public-key.pem')].find((file) => existsSync(file));
