@@ -10,6 +10,7 @@ import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
 import { recordChange } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { recheckIdleRetention } from '../rules/idle-retention.js';
 
 export const ENTITY_ID_MAX = 512;
 export const TAG_REMOVAL_FORBIDDEN = 'Only admins may remove tags from an entity';
@@ -158,6 +159,7 @@ export class EntityService {
           .where('id', '=', id)
           .execute();
       }
+      if (holdChanges && !input.legalHold) await recheckIdleRetention(trx, id);
       // Tags decide which tag rules apply to the subject (`monitored`, say): who changed them is
       // recorded with the holds.
       if (holdChanges || tagsChange) {

@@ -15,6 +15,7 @@ import { ensureTags } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { recheckIdleRetention } from './idle-retention.js';
 import type { ActivityRuleContext, CandidatePoint, DataRuleContext, EventType, RuleEffects, RuleEntity, RulesEngine } from './engine.js';
 import { matches, type Subject } from './match.js';
 import type { StoredRule } from './model.js';
@@ -251,6 +252,8 @@ export class VaultRulesEngine implements RulesEngine {
         await trx.deleteFrom('entity_prohibitions').where('entity_id', '=', entity.id).where('operation', '=', operation).execute();
       }
     }
+    const holdLifted = changes.legalHold && changes.heldBefore && !entity.legalHold;
+    if (holdLifted || changes.prohibitions.get('DELETE')?.status === false) await recheckIdleRetention(trx, entity.id);
   }
 
   /** Activity tag actions tag (or untag) the point the event is about, if the vault knows it. */
