@@ -53,6 +53,11 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError, onMode
   // NORMAL is durable across process crashes in WAL mode; only power loss can drop the last commits.
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  // A delete otherwise leaves the row's bytes in the page's free space: a purged subject's
+  // wrapped data key would stay in the file (and in any copy of it) until overwritten, and
+  // the private key would still open its values there. Zeroing costs a write only for pages
+  // that leave the b-tree, which deletes alone cause.
+  sqlite.pragma('secure_delete = ON');
   // Indexes with random keys (point ids, subjects) touch pages all over the file: a large page
   // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
   configure(sqlite, cacheMb / 2);
