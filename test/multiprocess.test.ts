@@ -194,6 +194,35 @@ for (const backend of BACKENDS) {
     t.is((await c.call(0, 'PATCH', `/applications/${app.id}`, { attributes: ['AGE'] })).status, 200);
     t.is((await within(3000, () => as(1, rolled.body.data.apiKey), (r) => r.status === 403)).status, 403);
   });
+  test(`${backend}: one thing deleted through several processes at once is deleted once: one 200, one CHANGE record`, async (t) => {
+    const c = await cluster(t, backend, 2);
+    t.is((await c.call(0, 'POST', '/attributes', { key: 'AGE', schema: 'int' })).status, 201);
+    // Each makes the thing and answers its change id and the path that deletes it.
+    const things: Array<[target: string, create: (round: number) => Promise<[id: string, path: string]>]> = [
+      ['rule', async (n) => {
+        await c.call(0, 'POST', '/rules', { key: `no_age_${n}`, type: 'data', constraint: { type: 'attribute', operator: 'any', attributes: ['AGE'] }, action: { type: 'block', message: 'No ages' } });
+        return [`no_age_${n}`, `/rules/no_age_${n}`];
+      }],
+      ['tag', async (n) => (await c.call(0, 'POST', '/tags', { name: `vip${n}` }), [`vip${n}`, `/tags/vip${n}`])],
+      ['regulation', async (n) => (await c.call(0, 'POST', '/regulations', { key: `HOUSE${n}`, name: 'House rules' }), [`HOUSE${n}`, `/regulations/HOUSE${n}`])],
+      ['attribute', async (n) => (await c.call(0, 'POST', '/attributes', { key: `NICK${n}` }), [`NICK${n}`, `/attributes/NICK${n}`])],
+      ['entityType', async (n) => (await c.call(0, 'POST', '/entitytypes', { key: `device${n}`, name: 'Device' }), [`device${n}`, `/entitytypes/device${n}`])],
+      ['application', async (n) => {
+        const { id } = (await c.call(0, 'POST', '/applications', { name: `doomed${n}` })).body.data;
+        return [id, `/applications/${id}`];
+      }],
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [target, create] of things) {
+        const [id, path] = await create(round);
+        const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => c.call(i, 'DELETE', path)));
+        t.is(answers.filter((a) => a.status === 200).length, 1, `${path}: ${JSON.stringify(answers.map((a) => a.status))}`);
+        t.true(answers.filter((a) => a.status !== 200).every((a) => a.status === 404), `${path}: the others find nothing to delete`);
+        const changes = (await c.call(1, 'GET', '/activity?eventType=CHANGE&count=1000')).body.data;
+        t.is(changes.filter((r: any) => r.change?.target === target && r.change?.id === id && r.change?.action === 'delete').length, 1, `${target} ${id}: one delete recorded`);
+      }
+    }
+  });
 }
 
 /** Calls `fn` until `done` holds of its answer or `ms` pass; returns the last answer. */

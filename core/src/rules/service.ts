@@ -178,8 +178,11 @@ export class RuleService {
         .set((eb) => ({ version: eb('version', '+', 1) }))
         .where('id', '=', 1)
         .execute();
-      await trx.deleteFrom('rules').where('key', '=', row.key).execute();
-      const fields = row.name === null ? undefined : { name: row.name };
+      // The rule was found before this transaction: a delete of it through another request
+      // (or process) may have committed since, and must stay the only one answered and recorded.
+      const deleted = await trx.deleteFrom('rules').where('key', '=', row.key).returning('name').executeTakeFirst();
+      if (!deleted) throw notFound('Rule not found');
+      const fields = deleted.name === null ? undefined : { name: deleted.name };
       await recordChange(this.activity, trx, actor, { target: 'rule', id: row.key, action: 'delete', ...(fields ? { fields } : {}) }, nowIso());
     });
     this.cached = undefined;
