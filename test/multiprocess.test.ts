@@ -223,6 +223,26 @@ for (const backend of BACKENDS) {
       }
     }
   });
+
+  test(`${backend}: the same create or change sent through several processes at once is recorded once`, async (t) => {
+    const c = await cluster(t, backend, 2);
+    const changes = async (target: string, id: string) =>
+      (await c.call(1, 'GET', '/activity?eventType=CHANGE&count=1000')).body.data
+        .filter((r: any) => r.change?.target === target && r.change?.id === id)
+        .map((r: any) => [r.change.action, r.change.fields]);
+    const race = async (path: string, body: unknown) => {
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => c.call(i, 'POST', path, body)));
+      t.deepEqual(answers.filter((a) => a.status >= 300), [], path);
+    };
+    for (let round = 0; round < 3; round++) {
+      await race('/entitytypes', { key: `device${round}`, name: 'Device' });
+      await race('/entitytypes', { key: `device${round}`, name: 'Gadget' });
+      t.deepEqual(await changes('entityType', `device${round}`), [['create', { name: 'Device', description: null }], ['update', { name: 'Gadget' }]]);
+      await race('/regulations', { key: `HOUSE${round}`, name: 'House rules' });
+      await race('/regulations', { key: `HOUSE${round}`, name: 'Street rules' });
+      t.deepEqual(await changes('regulation', `HOUSE${round}`), [['create', { name: 'House rules', url: null }], ['update', { name: 'Street rules' }]]);
+    }
+  });
 }
 
 /** Calls `fn` until `done` holds of its answer or `ms` pass; returns the last answer. */

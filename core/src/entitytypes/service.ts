@@ -58,12 +58,31 @@ export class EntityTypeService {
     };
     const key = input.key;
     return this.db.transaction().execute(async (trx) => {
-      const before = await trx.selectFrom('entity_types').selectAll().where('key', '=', key).executeTakeFirst();
-      await trx
-        .insertInto('entity_types')
-        .values({ key, name: null, description: null, ...changes, system: 0, created_date: now, modified_date: now })
-        .onConflict((oc) => oc.column('key').doUpdateSet({ ...changes, modified_date: now }))
-        .execute();
+      // The insert waits for a concurrent create of the key (another process's too) to commit,
+      // and the row lock then makes concurrent updates take turns: each compares against what
+      // the one before it committed, so the same create or change sent twice is recorded once.
+      let before: EntityTypesTable | undefined;
+      for (;;) {
+        const created = await trx
+          .insertInto('entity_types')
+          .values({ key, name: null, description: null, ...changes, system: 0, created_date: now, modified_date: now })
+          .onConflict((oc) => oc.column('key').doNothing())
+          .returning('key')
+          .executeTakeFirst();
+        if (created) break;
+        let query = trx.selectFrom('entity_types').selectAll().where('key', '=', key);
+        if (dialectOf(trx) === 'postgres') query = query.forUpdate();
+        before = await query.executeTakeFirst();
+        // Absent: deleted between the two statements, so it is created after all.
+        if (before) break;
+      }
+      if (before) {
+        await trx
+          .updateTable('entity_types')
+          .set({ ...changes, modified_date: now })
+          .where('key', '=', key)
+          .execute();
+      }
       const stored = toEntityType(await trx.selectFrom('entity_types').selectAll().where('key', '=', key).executeTakeFirstOrThrow());
       await recordUpsert(this.activity, trx, actor, { target: 'entityType', id: key, before: before && toEntityType(before), after: stored, keys: ['name', 'description'] }, now);
       return stored;

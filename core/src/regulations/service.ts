@@ -95,7 +95,11 @@ export class RegulationService {
           await sql`select pg_advisory_xact_lock(${CUSTOM_REGULATION_LOCK}::bigint)`.execute(trx);
         }
         const now = nowIso();
-        const existing = await trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key).executeTakeFirst();
+        // Locked on PostgreSQL: concurrent updates (through any process) take turns, each
+        // comparing against what the one before it committed, so a change sent twice is recorded once.
+        let query = trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key);
+        if (this.dialect === 'postgres') query = query.forUpdate();
+        const existing = await query.executeTakeFirst();
         if (existing) {
           await trx.updateTable('regulations').set({ ...changes, modified_date: now }).where('key', '=', key).execute();
           await recordUpsert(this.activity, trx, actor, { target: 'regulation', id: key, before: existing, after: { ...existing, ...changes }, keys: ['name', 'url'] }, now);
