@@ -243,6 +243,32 @@ for (const backend of BACKENDS) {
       t.deepEqual(await changes('regulation', `HOUSE${round}`), [['create', { name: 'House rules', url: null }], ['update', { name: 'Street rules' }]]);
     }
   });
+
+  test(`${backend}: the last two admins each deleted or demoted through another process at once: one goes, the other is refused with 409, never a 500`, async (t) => {
+    const c = await cluster(t, backend, 2);
+    let admin = { id: (await c.call(0, 'GET', '/applications')).body.data.find((a: { admin: boolean }) => a.admin).id, key: c.vaults[0].adminKey };
+    const as = (i: number, key: string, method: string, path: string, body?: unknown) =>
+      fetch(`${c.vaults[i].url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    for (let round = 0; round < 8; round++) {
+      const created = (await as(0, admin.key, 'POST', '/applications', { name: `admin ${round}`, admin: true })).body.data;
+      const other = { id: created.id, key: created.apiKey };
+      // Each admin takes the other away; odd rounds demote, even ones delete.
+      const [method, body, message] = round % 2 ? ['PATCH', { admin: false }, 'Cannot demote the last admin application'] : ['DELETE', undefined, 'Cannot delete the last admin application'];
+      const [first, second] = await Promise.all([as(0, other.key, method, `/applications/${admin.id}`, body), as(1, admin.key, method, `/applications/${other.id}`, body)]);
+      const answers = JSON.stringify([first.body, second.body]);
+      t.is([first, second].filter((a) => a.status === 200).length, 1, answers);
+      // The other is refused: by the check, or at the door when its caller went first.
+      const refused = first.status === 200 ? second : first;
+      if (refused.status === 409) t.is(refused.body.message, message);
+      else t.is(refused.status, round % 2 ? 403 : 401, answers);
+      if (first.status === 200) admin = other;
+      t.is((await as(round % 2, admin.key, 'GET', '/applications')).status, 200, 'an admin is left');
+    }
+  });
 }
 
 /** Calls `fn` until `done` holds of its answer or `ms` pass; returns the last answer. */

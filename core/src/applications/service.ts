@@ -1,7 +1,7 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
-import { dialectOf, isUniqueViolation } from '../db/dialect.js';
+import { dialectOf, isUniqueViolation, lockForTransaction } from '../db/dialect.js';
 import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { FreshCache } from '../util/fresh-cache.js';
@@ -97,6 +97,13 @@ function toApplication(row: ApplicationsTable): Application {
 /** What an application's CHANGE records compare and carry: never its key. */
 const APPLICATION_FIELDS = ['name', 'attributes', 'admin'] as const;
 
+/**
+ * Taken, on PostgreSQL, before a delete or a demotion locks its application's row: two of them
+ * would otherwise each hold their own row while waiting for the other's in the count of admins
+ * (a deadlock the database ends with an error, a 500).
+ */
+const ADMINS_LOCK = 0x6164_6d69_6e73;
+
 /** How long an authenticated key is trusted without asking the database again. */
 const AUTH_CACHE_MS = 1000;
 
@@ -158,6 +165,7 @@ export class ApplicationService {
     if (input.attributes !== undefined) changes.attributes = storedAttributes(input.attributes);
     if (input.admin !== undefined) changes.admin = input.admin ? 1 : 0;
     const row = await this.db.transaction().execute(async (trx) => {
+      if (changes.admin === 0) await lockForTransaction(trx, ADMINS_LOCK);
       const current = await this.lockedApplication(trx, id);
       if (current.admin === 1 && changes.admin === 0) await this.refuseLastAdmin(trx, 'Cannot demote the last admin application');
       const updated = { ...current, ...changes, modified_date: nowIso() };
@@ -229,9 +237,9 @@ export class ApplicationService {
   }
 
   /**
-   * Refuses to take away the last admin. The admins are locked, so that two processes each
-   * demoting or deleting one of the last two cannot both go ahead: the second re-reads them
-   * once the first commits, and finds one.
+   * Refuses to take away the last admin. The caller holds ADMINS_LOCK, and the admins are
+   * locked too, so that two processes each demoting or deleting one of the last two cannot
+   * both go ahead: the second re-reads them once the first commits, and finds one.
    */
   private async refuseLastAdmin(trx: Kysely<Database>, message: string): Promise<void> {
     let query = trx.selectFrom('applications').select('id').where('admin', '=', 1);
@@ -253,6 +261,7 @@ export class ApplicationService {
 
   async delete(actor: ChangeActor, id: string): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
+      await lockForTransaction(trx, ADMINS_LOCK);
       const app = await this.lockedApplication(trx, id);
       if (app.admin === 1) await this.refuseLastAdmin(trx, 'Cannot delete the last admin application');
       await trx.deleteFrom('applications').where('id', '=', id).execute();
