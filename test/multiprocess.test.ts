@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgresDatabase } from '../core/src/testing/harness.js';
-import { spawnVault, type VaultProcess } from '../core/src/testing/process.js';
+import { runVaultCli, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
 
 interface Cluster {
   vaults: VaultProcess[];
@@ -270,6 +270,66 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+test('postgres, three processes: the sealing process killed mid-load, another takes over and every answered record is sealed in one valid chain', async (t) => {
+  t.timeout(300_000);
+  const c = await cluster(t, 'postgres', 3);
+  const enc = { 'x-encryption-key': c.vaults[0].keys.publicKey };
+  t.is((await c.call(0, 'POST', '/attributes', { key: 'VISITS', repeatable: true })).status, 201);
+  const sealedBy = async (v: VaultProcess): Promise<number> => {
+    const text = await (await fetch(`${v.url}/metrics`)).text();
+    return Number(/^vault_activity_sealed_total (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  const answered: string[] = [];
+  let stopping = false;
+  const alive = new Set([0, 1, 2]);
+  // A load balancer's traffic: each request to a live process, in turn.
+  const worker = async (w: number) => {
+    for (let n = 0; !stopping; n++) {
+      const live = [...alive];
+      const i = live[(w + n) % live.length];
+      const res = await c.call(i, 'POST', `/entities/visitor-${w}/attributes`, { data: [{ attribute: 'VISITS', value: `visit ${n}` }] }, enc).catch(() => undefined);
+      if (res?.status === 200) answered.push(res.body.data[0].dataPointId);
+    }
+  };
+  const workers = Array.from({ length: 6 }, (_, w) => worker(w));
+  // The process holding the seal is the one that has sealed the records so far.
+  let leader = -1;
+  await within(60_000, async () => {
+    const counts = await Promise.all(c.vaults.map(sealedBy));
+    leader = counts.findIndex((n) => n > 0 && answered.length > 100);
+    return leader;
+  }, (i) => i >= 0);
+  t.true(leader >= 0, 'a process sealed records');
+  alive.delete(leader);
+  await c.vaults[leader].stop('SIGKILL');
+  const survivors = [...alive];
+  const before = await Promise.all(survivors.map((i) => sealedBy(c.vaults[i])));
+  const answeredAtKill = answered.length;
+  await within(60_000, async () => answered.length, (n) => n > answeredAtKill + 100);
+  stopping = true;
+  await Promise.all(workers);
+  const after = await Promise.all(survivors.map((i) => sealedBy(c.vaults[i])));
+  t.true(after.some((n, k) => n > before[k]), 'another process took the seal over');
+
+  // Everything answered is sealed, and every survivor, and the command line, agree on the chain.
+  const verified = await within(60_000, () => c.call(survivors[0], 'GET', '/activity/verify'), (r) => r.body.data.unsealed === 0);
+  t.true(verified.body.data.valid, JSON.stringify(verified.body));
+  t.is(verified.body.data.unsealed, 0);
+  const other = await c.call(survivors[1], 'GET', '/activity/verify');
+  t.deepEqual(other.body.data, verified.body.data);
+  const head = (await c.call(survivors[1], 'GET', '/activity/head')).body.data;
+  t.is(runVaultCli(['activity', 'head'], c.vaults[survivors[1]].env).trim(), `${head.sequence}:${head.hash}`);
+  const stored = new Set<string>();
+  for (let from = 1; from <= head.sequence; from += 1000) {
+    const page = await c.call(survivors[from % 2], 'GET', `/activity?eventType=STORE&fromSequence=${from}&toSequence=${from + 999}&count=1000`);
+    for (const r of page.body.data) {
+      t.true(r.sealed);
+      stored.add(r.dataPointId);
+    }
+  }
+  t.deepEqual(answered.filter((id) => !stored.has(id)), [], 'every answered store is in the chain');
+});
 
 /** Calls `fn` until `done` holds of its answer or `ms` pass; returns the last answer. */
 async function within<T>(ms: number, fn: () => Promise<T>, done: (answer: T) => boolean): Promise<T> {
