@@ -269,6 +269,25 @@ for (const backend of BACKENDS) {
       t.is((await as(round % 2, admin.key, 'GET', '/applications')).status, 200, 'an admin is left');
     }
   });
+
+  test(`${backend}: a tag deleted through one process while subjects are re-tagged with it through another: no 5xx, and no subject keeps a tag that is gone`, async (t) => {
+    const c = await cluster(t, backend, 2);
+    const subjects = Array.from({ length: 6 }, (_, k) => `tagged-${k}`);
+    for (let round = 0; round < 8; round++) {
+      const tag = `campaign-${round}`;
+      for (const id of subjects) t.true((await c.call(0, 'POST', '/datasubjects', { id, tags: [tag, 'common'] })).status < 300);
+      const answers = await Promise.all([
+        c.call(0, 'DELETE', `/tags/${tag}`),
+        ...subjects.map((id, k) => c.call(k, 'POST', '/datasubjects', { id, tags: [tag, 'common', `round-${round}`] })),
+      ]);
+      t.deepEqual(answers.filter((a) => a.status >= 500).map((a) => a.body), [], `round ${round}`);
+      const tagExists = (await c.call(1, 'GET', `/tags/${tag}`)).status === 200;
+      for (const id of subjects) {
+        const tags: string[] = (await c.call(0, 'GET', `/datasubjects/${id}`)).body.data.tags;
+        if (tags.includes(tag)) t.true(tagExists, `${id} carries ${tag}, which GET /tags does not know`);
+      }
+    }
+  });
 }
 
 test('postgres, three processes: the sealing process killed mid-load, another takes over and every answered record is sealed in one valid chain', async (t) => {

@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { jsonList, parseJsonList } from '../db/json-list.js';
 import { compiledQuery } from '../db/compiled.js';
 import type { Database, EntitiesTable } from '../db/schema.js';
-import { ensureTags } from '../tags/repository.js';
+import { ensureTags, holdTagsAgainstDelete } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
 
 export interface Entity {
@@ -54,6 +54,7 @@ export async function insertEntity(db: Kysely<Database>, input: NewEntity): Prom
 
 /** Replaces an entity's tags (creating unknown tags on first use). */
 export async function setEntityTags(db: Kysely<Database>, entityId: string, tags: string[]): Promise<void> {
+  await holdTagsAgainstDelete(db);
   await db.deleteFrom('entity_tags').where('entity_id', '=', entityId).execute();
   if (tags.length === 0) return;
   await ensureTags(db, tags);

@@ -6,6 +6,7 @@ import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
+import { lockTagsForDelete } from './repository.js';
 
 export interface Tag {
   name: string;
@@ -87,6 +88,9 @@ export class TagService {
       if ((await this.rules().findReferencingRule(trx, 'tag', name)) !== undefined) {
         throw conflict('Cannot delete tag, because it is referenced by rule');
       }
+      // After the rules' version row, which an attribute's delete locks before its definition's
+      // row, and a definition's tag writer holds that row while it waits for this lock.
+      await lockTagsForDelete(trx);
       const deleted = await trx.deleteFrom('tags').where('name', '=', name).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('No such tag');
       await trx.deleteFrom('definition_tags').where('tag', '=', name).execute();
