@@ -270,21 +270,24 @@ for (const backend of BACKENDS) {
     }
   });
 
-  test(`${backend}: a tag deleted through one process while subjects are re-tagged with it through another: no 5xx, and no subject keeps a tag that is gone`, async (t) => {
+  test(`${backend}: a tag deleted through one process while subjects and definitions are re-tagged with it through another: no 5xx, and nothing keeps a tag that is gone`, async (t) => {
     const c = await cluster(t, backend, 2);
-    const subjects = Array.from({ length: 6 }, (_, k) => `tagged-${k}`);
+    const subjects = Array.from({ length: 4 }, (_, k) => `tagged-${k}`);
+    const definitions = Array.from({ length: 4 }, (_, k) => `TAGGED_${k}`);
+    const tagsOf = async (path: string): Promise<string[]> => (await c.call(0, 'GET', path)).body.data.tags;
     for (let round = 0; round < 8; round++) {
       const tag = `campaign-${round}`;
       for (const id of subjects) t.true((await c.call(0, 'POST', '/datasubjects', { id, tags: [tag, 'common'] })).status < 300);
+      for (const key of definitions) t.is((await c.call(0, 'POST', '/attributes', { key, tags: [tag, 'common'] })).status, 201);
       const answers = await Promise.all([
         c.call(0, 'DELETE', `/tags/${tag}`),
         ...subjects.map((id, k) => c.call(k, 'POST', '/datasubjects', { id, tags: [tag, 'common', `round-${round}`] })),
+        ...definitions.map((key, k) => c.call(k + 1, 'POST', '/attributes', { key, tags: [tag, 'common', `round-${round}`] })),
       ]);
       t.deepEqual(answers.filter((a) => a.status >= 500).map((a) => a.body), [], `round ${round}`);
       const tagExists = (await c.call(1, 'GET', `/tags/${tag}`)).status === 200;
-      for (const id of subjects) {
-        const tags: string[] = (await c.call(0, 'GET', `/datasubjects/${id}`)).body.data.tags;
-        if (tags.includes(tag)) t.true(tagExists, `${id} carries ${tag}, which GET /tags does not know`);
+      for (const path of [...subjects.map((id) => `/datasubjects/${id}`), ...definitions.map((key) => `/attributes/${key}`)]) {
+        if ((await tagsOf(path)).includes(tag)) t.true(tagExists, `${path} carries ${tag}, which GET /tags does not know`);
       }
     }
   });

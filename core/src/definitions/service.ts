@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from '../errors.js';
 import { REGULATION_KEY } from '../regulations/service.js';
 import type { RulesEngine } from '../rules/engine.js';
 import { checkTagNames } from '../tags/service.js';
-import { ensureTags } from '../tags/repository.js';
+import { ensureTags, holdTagsAgainstDelete } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
@@ -182,6 +182,7 @@ export class DefinitionService {
     key: string,
     next: { tags: string[]; regulations: string[]; entityTypes: string[] },
   ): Promise<void> {
+    await holdTagsAgainstDelete(trx);
     await trx.deleteFrom('definition_tags').where('definition_key', '=', key).execute();
     await trx.deleteFrom('definition_regulations').where('definition_key', '=', key).execute();
     await trx.deleteFrom('definition_entity_types').where('definition_key', '=', key).execute();

@@ -17,11 +17,11 @@ export async function ensureTags(db: Kysely<Database>, names: Iterable<string>):
 }
 
 /**
- * A tag's delete takes this lock alone, and the writers of entities' tags take it together
- * (on PostgreSQL; SQLite runs one write transaction at a time). Otherwise a delete holding the
- * tag's row waits for a writer's lock on an entity's row of the tag (entity_tags) while that
- * writer waits to create the tag the delete is removing: a deadlock, which the database ends
- * by failing one of them.
+ * A tag's delete takes this lock alone, and the writers of entities' and definitions' tags
+ * take it together (on PostgreSQL; SQLite runs one write transaction at a time). Otherwise a
+ * delete holding the tag's row waits for a writer's lock on its row of the tag (entity_tags,
+ * definition_tags) while that writer waits to create the tag the delete is removing: a
+ * deadlock, which the database ends by failing one of them.
  */
 const TAG_DELETE_LOCK = 0x7461_6773; // "tags"
 
@@ -30,7 +30,7 @@ export function lockTagsForDelete(trx: Kysely<Database>): Promise<void> {
   return lockForTransaction(trx, TAG_DELETE_LOCK);
 }
 
-/** Taken by a writer of an entity's tags before it touches them: any number at once. */
+/** Taken by a writer of an entity's or a definition's tags before it touches them: any number at once. */
 export async function holdTagsAgainstDelete(trx: Kysely<Database>): Promise<void> {
   if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock_shared(${TAG_DELETE_LOCK}::bigint)`.execute(trx);
 }
