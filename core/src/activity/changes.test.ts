@@ -135,13 +135,16 @@ test('a legal hold a rule puts on is recorded with the rule and the application 
   t.like(about(await changes(), ruleKey)[0]?.change, { target: 'rule', id: ruleKey, action: 'create', fields: { type: 'data', definition: { action: { type: 'legalHold' } } } });
 });
 
-test('saving a rule again and deleting it are recorded', async (t) => {
+test('saving a rule again and deleting it are recorded; saving it exactly as it is records nothing', async (t) => {
   const attribute = unique('EMAIL');
   await defineAttribute(v, attribute);
   const key = unique('alert');
   const body = { key, name: 'watch e-mail', constraint: { type: 'attribute', operator: 'any', attributes: [attribute] }, action: { type: 'alert', alertLevel: 'INFO', message: 'seen' } };
   t.is((await v.request('POST', '/rules', { body })).status, 201);
-  t.is((await v.request('POST', '/rules', { body: { ...body, action: { ...body.action, message: 'seen again' } } })).status, 200);
+  t.is((await v.request('POST', '/rules', { body })).status, 200);
+  const again = { ...body, action: { ...body.action, message: 'seen again' } };
+  t.is((await v.request('POST', '/rules', { body: again })).status, 200);
+  t.is((await v.request('POST', '/rules', { body: again })).status, 200);
   t.is((await v.request('DELETE', `/rules/${key}`)).status, 200);
   const recorded = about(await changes(), key).map((e) => e.change);
   t.deepEqual(

@@ -115,6 +115,11 @@ export class RuleService {
       const fields = { ...(rule.name !== undefined ? { name: rule.name } : {}), type: rule.type, executionOrder: order, definition: parsed.definition };
       const recordSaved = (action: 'create' | 'update') => recordChange(this.activity, trx, actor, { target: 'rule', id: rule.key, action, fields }, now);
       if (existing) {
+        // Saved exactly as it is (a client making sure its rules exist): nothing changed, so
+        // nothing to record, as for the registry's entries.
+        const unchanged =
+          existing.name === row.name && existing.type === row.type && existing.definition === row.definition && Number(existing.execution_order) === order;
+        if (unchanged) return 'updated' as const;
         await trx.updateTable('rules').set(row).where('key', '=', rule.key).execute();
         await recordSaved('update');
         return 'updated' as const;
