@@ -16,6 +16,7 @@ import { chunks, INSERT_CHUNK } from '../db/insert-rows.js';
 import { chainHead, type ActivitySealer } from './sealer.js';
 import type { EventOrigin, RecordType } from './log.js';
 import type { Change } from './changes.js';
+import { isMalformedJson, parseChange, pointsList } from './malformed.js';
 import type { ActivityLogTable } from './tables.js';
 
 const VERIFY_PAGE = 2000;
@@ -120,7 +121,7 @@ function toEntry(row: EntryRow): ActivityEntry {
     recordedBy: row.recorded_by,
     sealed,
     hash: sealed ? row.hash! : undefined,
-    change: row.change === null ? undefined : (JSON.parse(row.change) as Change),
+    change: parseChange(row.change),
   };
 }
 
@@ -216,16 +217,17 @@ async function subjectsOfPoint(db: Kysely<Database>, dataPointId: string): Promi
  * any other record gives one entry with a null `part`. `r` is the record, and `point` and
  * `attribute` are the entry's own.
  */
-function entriesOf(dialect: DialectName, table: Filterable) {
+function entriesOf(dialect: DialectName, table: Filterable, tolerant = false) {
+  const points = pointsList(dialect, tolerant);
   return dialect === 'postgres'
     ? {
-        from: sql`${sql.table(table)} r left join lateral jsonb_array_elements(r.points::jsonb) with ordinality as e(point, part) on true`,
+        from: sql`${sql.table(table)} r left join lateral jsonb_array_elements(${points}) with ordinality as e(point, part) on true`,
         point: sql<string | null>`coalesce(e.point->>0, r.data_point_id)`,
         attribute: sql<string | null>`coalesce(e.point->>1, r.attribute)`,
         part: sql<number | string | null>`e.part`,
       }
     : {
-        from: sql`${sql.table(table)} r left join json_each(r.points) e`,
+        from: sql`${sql.table(table)} r left join json_each(${points}) e`,
         point: sql<string | null>`coalesce(e.value->>0, r.data_point_id)`,
         attribute: sql<string | null>`coalesce(e.value->>1, r.attribute)`,
         part: sql<number | string | null>`e.key + 1`,
@@ -241,11 +243,12 @@ function namesPoint(dialect: DialectName, dataPointId: string): RawBuilder<boole
   return sql<boolean>`(data_point_id = ${dataPointId} or (points is not null and ${listed}))`;
 }
 
-export type ActivityFilter = ActivityQuery & { subjectsOfPoint?: string[] };
+/** `tolerant`: the log holds a record whose `points` is not a JSON list (`malformed.ts`). */
+export type ActivityFilter = ActivityQuery & { subjectsOfPoint?: string[]; tolerant?: boolean };
 
 /** The filters of `GET /activity`, on the entries of either table (`entriesOf`). */
 function entryConditions(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined): RawBuilder<unknown> {
-  const entry = entriesOf(dialect, table);
+  const entry = entriesOf(dialect, table, filter.tolerant);
   const where: RawBuilder<unknown>[] = [];
   const bySubject = filter.subjectId !== undefined || filter.subjectsOfPoint !== undefined;
   if (filter.subjectId !== undefined) where.push(sql`r.subject_id = ${filter.subjectId}`);
@@ -284,7 +287,7 @@ export function entryPage(
   offset: number,
   order: ActivityOrder = 'oldest',
 ) {
-  const entry = entriesOf(dialect, table);
+  const entry = entriesOf(dialect, table, filter.tolerant);
   const record = table === 'activity_log' ? sql`r.sequence` : sql`r.id`;
   const by = order === 'newest' ? sql`${record} desc, entry_part desc` : sql`${record}, entry_part`;
   return sql<EntryRow>`select r.*, ${entry.point} as entry_point, ${entry.attribute} as entry_attribute, ${entry.part} as entry_part
@@ -293,7 +296,7 @@ export function entryPage(
 }
 
 function countEntries(dialect: DialectName, table: Filterable, filter: ActivityFilter, from: string | undefined, to: string | undefined) {
-  return sql<{ n: number | string }>`select count(*) as n from ${entriesOf(dialect, table).from} ${entryConditions(dialect, table, filter, from, to)}`;
+  return sql<{ n: number | string }>`select count(*) as n from ${entriesOf(dialect, table, filter.tolerant).from} ${entryConditions(dialect, table, filter, from, to)}`;
 }
 
 export class ActivityService {
@@ -309,6 +312,16 @@ export class ActivityService {
    * is exactly the reverse: unsealed entries, then sealed ones from the highest sequence.
    */
   async list(query: ActivityQuery): Promise<ActivityEntry[]> {
+    try {
+      return await this.listEntries(query, false);
+    } catch (error) {
+      // Only a log tampered with holds such a record: the normal query stays free of the check.
+      if (!isMalformedJson(error)) throw error;
+      return this.listEntries(query, true);
+    }
+  }
+
+  private async listEntries(query: ActivityQuery, tolerant: boolean): Promise<ActivityEntry[]> {
     const from = query.from === undefined ? undefined : parseIsoDate(query.from);
     if (query.from !== undefined && from === undefined) throw badRequest('from must be an ISO 8601 date-time');
     const to = query.to === undefined ? undefined : parseIsoDate(query.to);
@@ -320,11 +333,11 @@ export class ActivityService {
     // otherwise drop them from the page (read before they were sealed, looked for after).
     const snapshot = dialect === 'postgres' ? this.db.transaction().setIsolationLevel('repeatable read') : this.db.transaction();
     return snapshot.execute(async (db) => {
-      let filter: ActivityFilter = query;
+      let filter: ActivityFilter = { ...query, tolerant };
       if (query.dataPointId !== undefined && query.subjectId === undefined) {
         const subjects = await subjectsOfPoint(db, query.dataPointId);
         if (subjects.length === 0) return [];
-        filter = { ...query, subjectsOfPoint: subjects };
+        filter = { ...filter, subjectsOfPoint: subjects };
       }
       const order = query.order ?? 'oldest';
       const [first, then]: Filterable[] = order === 'newest' ? ['activity_pending', 'activity_log'] : ['activity_log', 'activity_pending'];
