@@ -188,7 +188,7 @@ test.serial("the overview's count of an alert level opens the alerts of that lev
   t.is(await alerts.locator('td[data-label="Level"]').count(), 4);
 });
 
-test.serial('a search by value held by more points than it reads says the list is cut; a missing rule leads back', async (t) => {
+test.serial('a search by value held by more points than it reads says the list is cut, and only then; a missing rule leads back', async (t) => {
   t.is((await callVault(session.vault, 'POST', '/attributes', { key: 'CITY', schema: 'string', indexed: true, repeatable: true })).status, 201);
   const data = Array.from({ length: 1001 }, () => ({ attribute: 'CITY', value: 'Leeds' }));
   t.is((await callVault(session.vault, 'POST', '/entities/many-1/attributes', { data }, { 'x-encryption-key': session.vault.keys.publicKey })).status, 200);
@@ -207,6 +207,12 @@ test.serial('a search by value held by more points than it reads says the list i
   await search('York');
   await found.getByRole('link', { name: 'few-1' }).waitFor();
   t.is(await page.getByText('Only the first 1000 points').count(), 0, 'a whole list says nothing');
+  // Exactly as many points as it reads: the list is whole, so nothing is said about more.
+  const exact = Array.from({ length: 1000 }, () => ({ attribute: 'CITY', value: 'Hull' }));
+  t.is((await callVault(session.vault, 'POST', '/entities/exact-1/attributes', { data: exact }, { 'x-encryption-key': session.vault.keys.publicKey })).status, 200);
+  await search('Hull');
+  await found.getByRole('link', { name: 'exact-1' }).waitFor();
+  t.is(await page.getByText('Only the first 1000 points').count(), 0, 'a list of exactly 1000 points says nothing');
 
   await session.go('rules/no-such-rule', 'no-such-rule');
   await page.getByRole('alert').filter({ hasText: '404' }).waitFor();

@@ -51,7 +51,10 @@ export function Subjects() {
       const points = await search({ values: [{ attribute: attribute.trim(), value }] }, 0, SEARCH_LIMIT);
       const subjects = new Map();
       for (const p of points) subjects.set(p.subjectId, [...(subjects.get(p.subjectId) ?? []), p.attribute]);
-      setFound({ subjects: [...subjects].map(([id, attributes]) => ({ id, attributes: [...new Set(attributes)] })), cut: points.length === SEARCH_LIMIT });
+      // A full read may be the whole list: the cut is only said when a point lies past it
+      // (page SEARCH_LIMIT of one point each is the one right after the read).
+      const cut = points.length === SEARCH_LIMIT && (await search({ values: [{ attribute: attribute.trim(), value }] }, SEARCH_LIMIT, 1)).length > 0;
+      setFound({ subjects: [...subjects].map(([id, attributes]) => ({ id, attributes: [...new Set(attributes)] })), cut });
     } catch (err) {
       setError(err);
     }
