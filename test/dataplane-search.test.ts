@@ -191,3 +191,19 @@ test('an application limited to thousands of attributes searches with many selec
   t.is(res.status, 200, JSON.stringify(res.body).slice(0, 200));
   t.deepEqual(ids(res), [point.dataPointId]);
 });
+
+test('numbers match as JSON reads them when sent as numbers, and as written when sent as strings', async (t) => {
+  const F = await define(v, { key: uid('F'), indexed: true, repeatable: true, schema: 'float' });
+  const s = uid('s');
+  // Sent as written here: JSON.stringify would spell 2.0 as 2 and hide the case.
+  const payload = `{"data":[{"attribute":"${F}","value":2.0},{"attribute":"${F}","value":"3.0"}]}`;
+  const stored = await v.request('POST', `/entities/${s}/attributes`, { payload, headers: { 'content-type': 'application/json', 'x-encryption-key': v.keys.publicKey } });
+  t.is(stored.status, 200);
+  const [two, three] = stored.body.data.map((p: any) => p.dataPointId);
+  const find = (value: string | number) => search({ query: { values: [{ attribute: F, value }] } });
+  t.deepEqual(ids(await find(2)), [two], 'the number 2.0 is the number 2');
+  t.deepEqual(ids(await find('2')), [two]);
+  isError(t, await find('2.0'), 404, 'Data Not Found');
+  t.deepEqual(ids(await find('3.0')), [three], 'the string "3.0" as written');
+  isError(t, await find(3), 404, 'Data Not Found');
+});
