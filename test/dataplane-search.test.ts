@@ -207,3 +207,18 @@ test('numbers match as JSON reads them when sent as numbers, and as written when
   t.deepEqual(ids(await find('3.0')), [three], 'the string "3.0" as written');
   isError(t, await find(3), 404, 'Data Not Found');
 });
+
+test('indexing turned off is ignored by search; turned back on, it finds what was stored while it was on', async (t) => {
+  const CODE = await define(v, { key: uid('CODE'), indexed: true, repeatable: true });
+  const s = uid('s');
+  const find = (value: string) => search({ query: { values: [{ attribute: CODE, value }] } });
+  const [before] = (await store(v, s, [{ attribute: CODE, value: 'before' }])).body.data;
+  await define(v, { key: CODE, indexed: false, repeatable: true });
+  isError(t, await find('before'), 404, 'Data Not Found', 'a pair on an attribute no longer indexed is ignored');
+  await store(v, s, [{ attribute: CODE, value: 'while-off' }]);
+  await define(v, { key: CODE, indexed: true, repeatable: true });
+  const [after] = (await store(v, s, [{ attribute: CODE, value: 'after' }])).body.data;
+  t.deepEqual(ids(await find('before')), [before.dataPointId], 'its entry was kept');
+  isError(t, await find('while-off'), 404, 'Data Not Found', 'stored unindexed, never indexed');
+  t.deepEqual(ids(await find('after')), [after.dataPointId]);
+});
