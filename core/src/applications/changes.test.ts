@@ -4,6 +4,8 @@
  */
 import test from 'ava';
 import { hashApiKey } from './service.js';
+import { createLogger } from '../logger.js';
+import { Vault } from '../vault.js';
 import { defineAttribute, unique } from '../audit/fixtures.js';
 import { fuzzRoutes } from '../testing/fuzz.js';
 import { startTestVault, type TestVault } from '../testing/harness.js';
@@ -180,6 +182,40 @@ test('a key roll is refused when the key is in use or the request is malformed, 
   t.is(missing.body.message, 'Application not found');
   const taken = await v.request('POST', '/applications', { body: { name: 'copycat', apiKey } });
   t.is(taken.status, 409, "a key a roll kept valid is not another application's");
+});
+
+test('a key taken out of service, by a roll or a delete, is never a key again: it may be the one that leaked', async (t) => {
+  const rolledKey = `${unique('rolled')}-key-0123456789`;
+  const { id } = await createApplication({ apiKey: rolledKey });
+  t.is((await v.request('POST', `/applications/${id}/key`)).status, 200);
+  const deletedKey = `${unique('deleted')}-key-0123456789`;
+  const deleted = await createApplication({ apiKey: deletedKey });
+  t.is((await v.request('DELETE', `/applications/${deleted.id}`)).status, 200);
+
+  for (const key of [rolledKey, deletedKey]) {
+    const created = await v.request('POST', '/applications', { body: { name: unique('copycat'), apiKey: key } });
+    t.is(created.status, 409);
+    t.is(created.body.message, 'API key is already in use');
+    const rolledOnto = await v.request('POST', `/applications/${id}/key`, { body: { apiKey: key } });
+    t.is(rolledOnto.status, 409);
+    t.is(rolledOnto.body.message, 'API key is already in use');
+    t.false(await signsIn(key));
+  }
+  const retired = await v.vault.db.selectFrom('retired_api_keys').selectAll().execute();
+  t.false(JSON.stringify(retired).includes(rolledKey) || JSON.stringify(retired).includes(deletedKey), 'kept only as hashes');
+  t.true(retired.some((r) => r.key_hash === hashApiKey(rolledKey) && r.application_id === id));
+});
+
+test('VAULT_ADMIN_API_KEY left at a key the admin rolled stops the next start, rather than making that key an admin again', async (t) => {
+  const own = await startTestVault();
+  t.teardown(() => own.close());
+  const me = await own.request('GET', '/applications/me');
+  t.is((await own.request('POST', `/applications/${me.body.data.id}/key`)).status, 200);
+  await t.throwsAsync(Vault.open({ config: own.config, logger: createLogger('silent'), announce: () => {} }), {
+    message: 'VAULT_ADMIN_API_KEY is a key taken out of service (its application rolled its key or was deleted): set it to the admin key in use, or unset it',
+  });
+  const admins = await own.vault.db.selectFrom('applications').select('id').where('admin', '=', 1).execute();
+  t.is(admins.length, 1, 'no admin was made with the old key');
 });
 
 test('hostile bodies never cause a 5xx', async (t) => {

@@ -204,6 +204,8 @@ export class ApplicationService {
           modified_date: new Date(now).toISOString(),
         };
         await trx.updateTable('applications').set(changes).where('id', '=', id).execute();
+        // Out of service from now on, even while kept valid for a while: it may be the key that leaked.
+        await retireKeys(trx, id, [current.api_key_hash], changes.modified_date);
         // The keys are never recorded, only until when the old one still works.
         const fields = { keepPreviousForSeconds: keep, ...(changes.previous_key_expires ? { previousKeyValidUntil: changes.previous_key_expires } : {}) };
         await recordChange(this.activity, trx, actor, { target: 'application', id, action: 'rollKey', fields }, changes.modified_date);
@@ -217,14 +219,21 @@ export class ApplicationService {
     }
   }
 
-  /** A key is one caller's: neither an application's current key nor one a roll kept valid. */
+  /**
+   * A key is one caller's: neither an application's current key nor one a roll kept valid; and
+   * never again a key taken out of service, which may be one that leaked.
+   */
   private async refuseKeyInUse(keyHash: string): Promise<void> {
     const existing = await this.db
       .selectFrom('applications')
       .select('id')
       .where((eb) => eb.or([eb('api_key_hash', '=', keyHash), eb('previous_key_hash', '=', keyHash)]))
       .executeTakeFirst();
-    if (existing) throw conflict(KEY_IN_USE);
+    if (existing || (await this.isRetired(keyHash))) throw conflict(KEY_IN_USE);
+  }
+
+  private async isRetired(keyHash: string): Promise<boolean> {
+    return (await this.db.selectFrom('retired_api_keys').select('key_hash').where('key_hash', '=', keyHash).executeTakeFirst()) !== undefined;
   }
 
   /** The application's row, held against concurrent changes on PostgreSQL (SQLite's transactions already run one at a time). */
@@ -265,6 +274,7 @@ export class ApplicationService {
       const app = await this.lockedApplication(trx, id);
       if (app.admin === 1) await this.refuseLastAdmin(trx, 'Cannot delete the last admin application');
       await trx.deleteFrom('applications').where('id', '=', id).execute();
+      await retireKeys(trx, id, [app.api_key_hash, app.previous_key_hash], nowIso());
       // Its name, for a reader of the log once the application is gone.
       await recordChange(this.activity, trx, actor, { target: 'application', id, action: 'delete', fields: { name: app.name } }, nowIso());
     });
@@ -301,6 +311,12 @@ export class ApplicationService {
       const known = await this.authenticate(configuredKey);
       if (known?.admin) return undefined;
       if (known) throw new Error('VAULT_ADMIN_API_KEY belongs to an application that is not an admin');
+      // Made an admin again, a key rolled or deleted because it leaked would be back in service.
+      if (await this.isRetired(hashApiKey(configuredKey))) {
+        throw new Error(
+          'VAULT_ADMIN_API_KEY is a key taken out of service (its application rolled its key or was deleted): set it to the admin key in use, or unset it',
+        );
+      }
       try {
         await this.create(undefined, { name: 'admin', admin: true, attributes: ['*'], apiKey: configuredKey });
       } catch (err) {
@@ -314,4 +330,15 @@ export class ApplicationService {
     const { apiKey } = await this.create(undefined, { name: 'admin', admin: true, attributes: ['*'] });
     return apiKey;
   }
+}
+
+/** Records keys as out of service; one already there keeps the date it was first retired. */
+async function retireKeys(trx: Kysely<Database>, applicationId: string, keyHashes: Array<string | null>, when: string): Promise<void> {
+  const rows = keyHashes.filter((h): h is string => h !== null).map((key_hash) => ({ key_hash, application_id: applicationId, retired_date: when }));
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('retired_api_keys')
+    .values(rows)
+    .onConflict((oc) => oc.column('key_hash').doNothing())
+    .execute();
 }

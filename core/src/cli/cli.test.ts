@@ -517,7 +517,7 @@ test('no verb but migrate migrates: each refuses a database an older release lef
     t.is(await runCli(verb, x), 1, verb.join(' '));
     t.deepEqual(
       err,
-      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject, 0010_application_key_roll, 0011_activity_changes, 0012_index_key_check not applied): run `vault migrate`, or start this release's vault, first"],
+      ["Failed: the database is not migrated to this release (0006_activity_sealing, 0007_activity_lean, 0008_activity_read_sets, 0009_vaulted_points_by_subject, 0010_application_key_roll, 0011_activity_changes, 0012_index_key_check, 0013_retired_api_keys not applied): run `vault migrate`, or start this release's vault, first"],
       verb.join(' '),
     );
   }

@@ -23,6 +23,13 @@ export interface ApplicationsTable {
   previous_key_expires: string | null;
 }
 
+/** A key out of service (rolled, or its application deleted): never accepted or issued again. */
+export interface RetiredApiKeysTable {
+  key_hash: string;
+  application_id: string;
+  retired_date: string;
+}
+
 export interface EncryptionKeysTable {
   /** SHA-256 of the SPKI DER, hex. */
   id: string;
@@ -156,6 +163,7 @@ export interface DatapointRegulationsTable {
 
 export interface RegistryTables {
   applications: ApplicationsTable;
+  retired_api_keys: RetiredApiKeysTable;
   encryption_keys: EncryptionKeysTable;
   entity_types: EntityTypesTable;
   tags: TagsTable;

@@ -11,6 +11,7 @@ import * as vaultedPointsBySubject from './0009_vaulted_points_by_subject.js';
 import * as applicationKeyRoll from './0010_application_key_roll.js';
 import * as activityChanges from './0011_activity_changes.js';
 import * as indexKeyCheck from './0012_index_key_check.js';
+import * as retiredApiKeys from './0013_retired_api_keys.js';
 
 /** Ordered by name; each module appends its own migration here. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010_application_key_roll': applicationKeyRoll,
   '0011_activity_changes': activityChanges,
   '0012_index_key_check': indexKeyCheck,
+  '0013_retired_api_keys': retiredApiKeys,
 };
