@@ -1,7 +1,7 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
-import { dialectOf, isUniqueViolation, lockForTransaction } from '../db/dialect.js';
+import { dialectOf, forUpdateOnPostgres, isUniqueViolation, lockForTransaction } from '../db/dialect.js';
 import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { FreshCache } from '../util/fresh-cache.js';
@@ -238,9 +238,7 @@ export class ApplicationService {
 
   /** The application's row, held against concurrent changes on PostgreSQL (SQLite's transactions already run one at a time). */
   private async lockedApplication(trx: Kysely<Database>, id: string): Promise<ApplicationsTable> {
-    let query = trx.selectFrom('applications').selectAll().where('id', '=', id);
-    if (dialectOf(trx) === 'postgres') query = query.forUpdate();
-    const row = await query.executeTakeFirst();
+    const row = await forUpdateOnPostgres(dialectOf(trx), trx.selectFrom('applications').selectAll().where('id', '=', id)).executeTakeFirst();
     if (!row) throw notFound('Application not found');
     return row;
   }
@@ -251,9 +249,7 @@ export class ApplicationService {
    * both go ahead: the second re-reads them once the first commits, and finds one.
    */
   private async refuseLastAdmin(trx: Kysely<Database>, message: string): Promise<void> {
-    let query = trx.selectFrom('applications').select('id').where('admin', '=', 1);
-    if (dialectOf(trx) === 'postgres') query = query.forUpdate();
-    const admins = await query.execute();
+    const admins = await forUpdateOnPostgres(dialectOf(trx), trx.selectFrom('applications').select('id').where('admin', '=', 1)).execute();
     if (admins.length < 2) throw conflict(message);
   }
 

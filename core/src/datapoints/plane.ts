@@ -9,7 +9,7 @@ import type { ActivityLog, ActivityRecord } from '../activity/log.js';
 import type { DataKeys } from '../crypto/datakeys.js';
 import type { Keyring } from '../crypto/keys.js';
 import type { ValueOpener } from '../crypto/opener.js';
-import type { DialectName } from '../db/dialect.js';
+import { forUpdateOnPostgres, type DialectName } from '../db/dialect.js';
 import type { WriteGroup } from '../db/write-group.js';
 import type { Database, DatapointsTable, Flag } from '../db/schema.js';
 import type { DefinitionCatalog } from '../definitions/catalog.js';
@@ -68,9 +68,7 @@ export interface EntityRow {
 
 /** Reads an entity row; on PostgreSQL also locks it, which serialises stores and purges of one entity. */
 export async function lockEntity(trx: Kysely<Database>, dialect: DialectName, id: string): Promise<EntityRow | undefined> {
-  let query = trx.selectFrom('entities').select(['id', 'type', 'legal_hold']).where('id', '=', id);
-  if (dialect === 'postgres') query = query.forUpdate();
-  return query.executeTakeFirst();
+  return forUpdateOnPostgres(dialect, trx.selectFrom('entities').select(['id', 'type', 'legal_hold']).where('id', '=', id)).executeTakeFirst();
 }
 
 /**

@@ -47,6 +47,15 @@ export function dialectOf(db: Kysely<any>): DialectName {
   return name.toLowerCase().includes('postgres') ? 'postgres' : 'sqlite';
 }
 
+/**
+ * The query with FOR UPDATE on PostgreSQL, where rows must be held against other connections'
+ * writes until the transaction ends; SQLite has no FOR UPDATE, and its write transactions run
+ * one at a time anyway.
+ */
+export function forUpdateOnPostgres<Q extends { forUpdate(): Q }>(dialect: DialectName, query: Q): Q {
+  return dialect === 'postgres' ? query.forUpdate() : query;
+}
+
 /** A unique or primary-key violation, from either driver: the loser of a race. */
 export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;

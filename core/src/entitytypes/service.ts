@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import { dialectOf, forUpdateOnPostgres } from '../db/dialect.js';
 import type { Database, EntityTypesTable } from '../db/schema.js';
 import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
@@ -70,9 +70,7 @@ export class EntityTypeService {
           .returning('key')
           .executeTakeFirst();
         if (created) break;
-        let query = trx.selectFrom('entity_types').selectAll().where('key', '=', key);
-        if (dialectOf(trx) === 'postgres') query = query.forUpdate();
-        before = await query.executeTakeFirst();
+        before = await forUpdateOnPostgres(dialectOf(trx), trx.selectFrom('entity_types').selectAll().where('key', '=', key)).executeTakeFirst();
         // Absent: deleted between the two statements, so it is created after all.
         if (before) break;
       }
@@ -109,9 +107,7 @@ export class EntityTypeService {
     await this.db.transaction().execute(async (trx) => {
       // Locked on PostgreSQL first: an entity being created with this type through another
       // process holds the row (`resolveForStore`), so it is committed, and found below, first.
-      let query = trx.selectFrom('entity_types').select(['key', 'system']).where('key', '=', key);
-      if (dialectOf(trx) === 'postgres') query = query.forUpdate();
-      const row = await query.executeTakeFirst();
+      const row = await forUpdateOnPostgres(dialectOf(trx), trx.selectFrom('entity_types').select(['key', 'system']).where('key', '=', key)).executeTakeFirst();
       if (!row) throw notFound('Entity type not found');
       if (row.system === 1) throw methodNotAllowed('Cannot delete entity type, as it is managed by the system');
       const entity = await trx.selectFrom('entities').select('id').where('type', '=', key).limit(1).executeTakeFirst();

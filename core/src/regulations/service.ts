@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { isUniqueViolation, toNumber, type DialectName } from '../db/dialect.js';
+import { forUpdateOnPostgres, isUniqueViolation, toNumber, type DialectName } from '../db/dialect.js';
 import type { Database, RegulationsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound, paymentRequired } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
@@ -97,9 +97,7 @@ export class RegulationService {
         const now = nowIso();
         // Locked on PostgreSQL: concurrent updates (through any process) take turns, each
         // comparing against what the one before it committed, so a change sent twice is recorded once.
-        let query = trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key);
-        if (this.dialect === 'postgres') query = query.forUpdate();
-        const existing = await query.executeTakeFirst();
+        const existing = await forUpdateOnPostgres(this.dialect, trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key)).executeTakeFirst();
         if (existing) {
           await trx.updateTable('regulations').set({ ...changes, modified_date: now }).where('key', '=', key).execute();
           await recordUpsert(this.activity, trx, actor, { target: 'regulation', id: key, before: existing, after: { ...existing, ...changes }, keys: ['name', 'url'] }, now);
