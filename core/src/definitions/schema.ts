@@ -17,6 +17,13 @@ export type Schema = Primitive | StructuredSchema;
 /** In characters as a reader counts them (an emoji is one), as the interface states the limit. */
 export const MAX_STRING_LENGTH = 1_048_576;
 const MAX_DEPTH = 32;
+/**
+ * A sub-point's attribute (`KEY.sub.leaf`) is named in search, activity filters, reads and
+ * rules, each of which takes at most 256 characters, and PostgreSQL's btree indexes on it
+ * bound an entry (a longer name made the first store of the value a 500 there).
+ */
+export const MAX_PATH_LENGTH = 256;
+export const PATH_TOO_LONG_MESSAGE = `Sub-attribute paths (KEY.sub.leaf) may be at most ${MAX_PATH_LENGTH} characters`;
 export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]+$/;
 const ALIASES: Record<string, Primitive> = { integer: 'int', number: 'float', double: 'float', bool: 'boolean' };
 
@@ -37,9 +44,19 @@ export function normalizeSchema(input: unknown, depth = 0): Schema {
   for (const [key, sub] of entries) {
     const name = listName(key) ?? key;
     if (!ATTRIBUTE_KEY.test(name)) throw badRequest('Sub-attribute key contains unusable characters');
+    // Values and sub-points name both `name` and `[name]` as `name`: which one a value meant could not be told.
+    if (name !== key && Object.hasOwn(input, name)) throw badRequest(`Sub-attribute key is given twice: ${name} and ${key}`);
     out[key] = normalizeSchema(sub, depth + 1);
   }
   return out;
+}
+
+/** The length of the longest `.sub.leaf` a value of this schema can have, the root's key not counted. */
+export function longestSubPath(schema: Schema): number {
+  if (!isStructured(schema)) return 0;
+  let longest = 0;
+  for (const [key, sub] of Object.entries(schema)) longest = Math.max(longest, 1 + (listName(key) ?? key).length + longestSubPath(sub));
+  return longest;
 }
 
 /** `[phones]` → `phones`; a plain key → undefined. */

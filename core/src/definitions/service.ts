@@ -11,7 +11,7 @@ import { nowIso } from '../util/time.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { allDefinitions, findDefinition, type Definition } from './repository.js';
-import { ATTRIBUTE_KEY, isCompatibleChange, normalizeSchema, type Schema } from './schema.js';
+import { ATTRIBUTE_KEY, isCompatibleChange, longestSubPath, MAX_PATH_LENGTH, normalizeSchema, PATH_TOO_LONG_MESSAGE, type Schema } from './schema.js';
 import { hasControlCharacter, longerThan } from '../util/characters.js';
 
 /** As sent: absent members of an existing definition keep their value, of a new one get the default. */
@@ -57,10 +57,11 @@ function checkName(name: unknown): string | null | undefined {
   return name;
 }
 
-function checkSchema(schema: unknown): Schema | undefined {
+function checkSchema(key: string, schema: unknown): Schema | undefined {
   if (schema === undefined) return undefined;
   const normalized = normalizeSchema(schema);
   if (JSON.stringify(normalized).length > SCHEMA_MAX_CHARS) throw badRequest('Schema is too large');
+  if (key.length + longestSubPath(normalized) > MAX_PATH_LENGTH) throw badRequest(PATH_TOO_LONG_MESSAGE);
   return normalized;
 }
 
@@ -85,7 +86,7 @@ export class DefinitionService {
   async upsert(actor: ChangeActor, input: DefinitionInput): Promise<Definition> {
     const key = resolveKey(input);
     const name = present(input.key) ? checkName(input.name) : key;
-    const schema = checkSchema(input.schema);
+    const schema = checkSchema(key, input.schema);
     const tags = input.tags === undefined ? undefined : checkTagNames(input.tags);
     const regulations = input.regulations === undefined ? undefined : [...new Set(input.regulations)].sort();
     const entityTypes = input.entityTypes === undefined ? undefined : [...new Set(input.entityTypes)].sort();
