@@ -36,6 +36,15 @@ test('values are checked against primitives', (t) => {
   t.deepEqual(error(() => checkValue('boolean', 'yes', 'B')), { status: 422, message: 'Expected boolean for value of attribute B' });
 });
 
+test('an int is the same set of integers as a number and as a string: every safe integer, no other', (t) => {
+  for (const value of [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, '9007199254740991', '-9007199254740991', '1234567890123456', ' 42 ', '-0']) {
+    t.is(checkValue('int', value, 'N').length, 1, String(value));
+  }
+  for (const value of [2 ** 53, '9007199254740992', '12345678901234567890', '1.5', '', '+-1', '0x10', '1e3']) {
+    t.deepEqual(error(() => checkValue('int', value, 'N')), { status: 422, message: 'Expected int for value of attribute N' }, String(value));
+  }
+});
+
 test('the string limit is 1,048,576 characters; file has none', (t) => {
   t.is(checkValue('string', 'x'.repeat(MAX_STRING_LENGTH), 'S').length, 1);
   t.deepEqual(error(() => checkValue('string', 'x'.repeat(MAX_STRING_LENGTH + 1), 'S')), { status: 413, message: 'Datapoint values may not exceed 1 MB in size' });

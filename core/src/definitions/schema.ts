@@ -118,7 +118,8 @@ function checkPrimitive(type: Primitive, value: unknown, attribute: string, stat
       if (typeof value !== 'string') throw fail();
       return;
     case 'int':
-      if (typeof value === 'number' ? !Number.isSafeInteger(value) : typeof value !== 'string' || !/^-?\d{1,15}$/.test(value.trim())) throw fail();
+      // A string holds the same integers a number may (every safe one), not only those of 15 digits.
+      if (typeof value === 'number' ? !Number.isSafeInteger(value) : typeof value !== 'string' || !/^-?\d{1,16}$/.test(value.trim()) || !Number.isSafeInteger(Number(value))) throw fail();
       return;
     case 'float':
       if (typeof value === 'number' ? !Number.isFinite(value) : typeof value !== 'string' || value.trim() === '' || !Number.isFinite(Number(value))) throw fail();
