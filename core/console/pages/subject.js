@@ -14,13 +14,28 @@ async function allPoints(subjectId) {
   }
 }
 
-/** A value for a table cell: text as is, structures as compact JSON. */
+/**
+ * A revealed value for a table cell: text with its own line breaks, a structure as its members
+ * by name and a list as numbered items, at every depth, so an officer reads a nested address
+ * or a list of phones as such rather than as JSON.
+ */
 function showValue(value) {
   if (value === undefined) return html`<span class="muted">—</span>`;
-  if (value && typeof value === 'object' && !Array.isArray(value)) {
-    return html`<dl class="value">${Object.entries(value).map(([k, v]) => html`<div><dt>${k}</dt><dd>${typeof v === 'string' ? lines(v) : JSON.stringify(v)}</dd></div>`)}</dl>`;
+  if (value && typeof value === 'object' && !Array.isArray(value)) return valuePart(value);
+  return html`<span class="value">${valuePart(value)}</span>`;
+}
+
+function valuePart(value) {
+  if (Array.isArray(value)) {
+    if (value.length === 0) return html`<span class="muted">empty list</span>`;
+    return html`<ol class="value-list">${value.map((item) => html`<li>${valuePart(item)}</li>`)}</ol>`;
   }
-  return html`<span class="value">${typeof value === 'string' ? lines(value) : JSON.stringify(value)}</span>`;
+  if (value && typeof value === 'object') {
+    const members = Object.entries(value);
+    if (members.length === 0) return html`<span class="muted">no members</span>`;
+    return html`<dl class="value">${members.map(([k, v]) => html`<div><dt>${k}</dt><dd>${valuePart(v)}</dd></div>`)}</dl>`;
+  }
+  return typeof value === 'string' ? lines(value) : JSON.stringify(value);
 }
 
 export function Subject({ id, admin, allAttributes }) {
