@@ -1,25 +1,36 @@
 /** `vault applications ...`: the applications that call the vault, and their API keys. */
 import { CLI_ACTOR, splitList, withVault, type Command } from './command.js';
+import { apiKeyOption } from './secret.js';
+
+/** A key the operator chose is not printed back: it is where they keep it, and output ends up in logs. */
+const shown = (apiKey: string, given: string | undefined) => (given === undefined ? `API key (shown once): ${apiKey}` : 'API key: the one given');
 
 export const applicationCommands: Record<string, Command> = {
   'applications create': {
     summary: 'Create an application and print its API key once',
-    usage: 'vault applications create --name NAME [--attributes A,B|*] [--admin] [--api-key KEY]',
-    options: { name: { type: 'string' }, attributes: { type: 'string', default: '*' }, admin: { type: 'boolean', default: false }, 'api-key': { type: 'string' } },
+    usage: 'vault applications create --name NAME [--attributes A,B|*] [--admin] [--api-key-file FILE|-]  (a key of your own; --api-key KEY also works, but shows it to every local user in ps)',
+    options: {
+      name: { type: 'string' },
+      attributes: { type: 'string', default: '*' },
+      admin: { type: 'boolean', default: false },
+      'api-key': { type: 'string' },
+      'api-key-file': { type: 'string' },
+    },
     async run({ values }, io) {
       if (!values.name) {
         io.err('--name is required');
         return 2;
       }
+      const given = await apiKeyOption(values, io);
       const { application, apiKey } = await withVault(io, (vault) =>
         vault.applications.create(CLI_ACTOR, {
           name: String(values.name),
           attributes: splitList(String(values.attributes)),
           admin: Boolean(values.admin),
-          apiKey: values['api-key'] as string | undefined,
+          apiKey: given,
         }),
       );
-      io.out(`Created application ${application.id} (${application.name}). API key (shown once): ${apiKey}`);
+      io.out(`Created application ${application.id} (${application.name}). ${shown(apiKey, given)}`);
       return 0;
     },
   },
@@ -66,9 +77,9 @@ export const applicationCommands: Record<string, Command> = {
 
   'applications roll-key': {
     summary: "Give an application a new API key, printed once; the old one stops, or stays valid for --keep-previous seconds",
-    usage: 'vault applications roll-key ID [--keep-previous SECONDS] [--api-key KEY]',
+    usage: 'vault applications roll-key ID [--keep-previous SECONDS] [--api-key-file FILE|-]  (a key of your own; --api-key KEY also works, but shows it to every local user in ps)',
     positionals: 1,
-    options: { 'keep-previous': { type: 'string', default: '0' }, 'api-key': { type: 'string' } },
+    options: { 'keep-previous': { type: 'string', default: '0' }, 'api-key': { type: 'string' }, 'api-key-file': { type: 'string' } },
     async run({ values, positionals }, io) {
       const id = positionals[0];
       if (!id) {
@@ -80,11 +91,12 @@ export const applicationCommands: Record<string, Command> = {
         io.err('--keep-previous must be a whole number of seconds');
         return 2;
       }
+      const given = await apiKeyOption(values, io);
       const { application, apiKey } = await withVault(io, (vault) =>
-        vault.applications.rollKey(CLI_ACTOR, id, { keepPreviousForSeconds: Number(keep), apiKey: values['api-key'] as string | undefined }),
+        vault.applications.rollKey(CLI_ACTOR, id, { keepPreviousForSeconds: Number(keep), apiKey: given }),
       );
       const previous = application.previousKeyValidUntil ? `; the previous key is valid until ${application.previousKeyValidUntil}` : '; the previous key no longer works';
-      io.out(`Rolled the key of application ${application.id} (${application.name}). API key (shown once): ${apiKey}${previous}`);
+      io.out(`Rolled the key of application ${application.id} (${application.name}). ${shown(apiKey, given)}${previous}`);
       return 0;
     },
   },

@@ -197,6 +197,54 @@ test('an application is changed and its key rolled from the command line: same i
   t.false(listed.out.join('\n').includes(newKey), 'keys are never listed');
 });
 
+test('a key of your own is read from --api-key-file or standard input, never from an argument, and never printed back', async (t) => {
+  const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const fileKey = `file-key-${randomBytes(12).toString('hex')}`;
+  const file = join(env.VAULT_DATA_DIR, 'sidecar.key');
+  writeFileSync(file, `${fileKey}\n`, { mode: 0o600 });
+  const created = io(env);
+  t.is(await runCli(['applications', 'create', '--name', 'sidecar', '--api-key-file', file], created.io), 0, created.err.join('\n'));
+  const [, id] = /^Created application (\S+) \(sidecar\)\. API key: the one given$/.exec(created.out.join('\n'))!;
+  t.false(created.out.join('\n').includes(fileKey), 'the key is where the operator keeps it, not in the output');
+
+  const stdinKey = `stdin-key-${randomBytes(12).toString('hex')}`;
+  const rolled = io(env);
+  const fed = { ...rolled.io, in: async () => `${stdinKey}\n` };
+  t.is(await runCli(['applications', 'roll-key', id, '--api-key-file', '-'], fed), 0, rolled.err.join('\n'));
+  t.deepEqual(rolled.out, [`Rolled the key of application ${id} (sidecar). API key: the one given; the previous key no longer works`]);
+
+  // Mistakes name the option and the file, never what the file holds.
+  const secret = `secret-${randomBytes(12).toString('hex')}`;
+  const spaced = join(env.VAULT_DATA_DIR, 'spaced.key');
+  writeFileSync(spaced, `KEY=${secret} other`);
+  const empty = join(env.VAULT_DATA_DIR, 'empty.key');
+  writeFileSync(empty, '\n');
+  const cases: Array<[string[], number, string]> = [
+    [['applications', 'create', '--name', 'x', '--api-key-file', join(env.VAULT_DATA_DIR, 'missing.key')], 2, `--api-key-file: ${join(env.VAULT_DATA_DIR, 'missing.key')} does not exist`],
+    [['applications', 'create', '--name', 'x', '--api-key-file', env.VAULT_DATA_DIR], 2, `--api-key-file: ${env.VAULT_DATA_DIR} is a directory: name the file holding the key`],
+    [['applications', 'roll-key', id, '--api-key-file', empty], 2, `--api-key-file: ${empty} is empty`],
+    [['applications', 'create', '--name', 'x', '--api-key', secret, '--api-key-file', file], 2, 'give --api-key or --api-key-file, not both'],
+    [['applications', 'create', '--name', 'x', '--api-key-file', spaced], 1, 'API key must be printable ASCII, without spaces'],
+  ];
+  for (const [args, code, message] of cases) {
+    const refused = io(env);
+    t.is(await runCli(args, refused.io), code, args.join(' '));
+    t.is(refused.err.join('\n').split('\n')[0], message);
+    t.false(refused.err.join('\n').includes(secret) || refused.err.join('\n').includes(fileKey));
+    t.deepEqual(refused.out, []);
+  }
+
+  const vault = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), existing: true });
+  try {
+    t.is(await vault.applications.authenticate(fileKey), undefined, 'rolled away');
+    t.like(await vault.applications.authenticate(stdinKey), { applicationId: id });
+    t.is((await vault.applications.list()).length, 2, 'the admin and the sidecar: nothing refused was created');
+  } finally {
+    await vault.close();
+  }
+});
+
 test('rewrap given the active key’s own private key says so, rather than to register a key', async (t) => {
   const env = dataDir(t);
   t.is(await runCli(['migrate'], io(env).io), 0); // a first open generates the vault's pair

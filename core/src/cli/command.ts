@@ -15,6 +15,8 @@ export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
   env: NodeJS.ProcessEnv;
+  /** Everything on standard input, for a secret that must not be an argument (`--api-key-file -`). */
+  in?: () => Promise<string>;
 }
 
 export interface Command {

@@ -1,8 +1,10 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { text } from 'node:stream/consumers';
 import { ConfigError } from '../config.js';
 import { isVaultError } from '../errors.js';
 import { commands, type Io } from './commands.js';
+import { UsageError } from './secret.js';
 
 const HELP = ['help', '--help', '-h'];
 
@@ -55,6 +57,10 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     }
     return await command.run(args as Parameters<typeof command.run>[0], io);
   } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\nUsage: ${command.usage}`);
+      return 2;
+    }
     if (err instanceof ConfigError) io.err(`Invalid configuration: ${err.message}`);
     else if (isVaultError(err)) io.err(err.message);
     else if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) io.err(`${(err as Error).message}\nUsage: ${command.usage}`);
@@ -64,7 +70,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const io: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`), env: process.env };
+  const io: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`), env: process.env, in: () => text(process.stdin) };
   runCli(process.argv.slice(2), io).then((code) => {
     if (code !== 0 || process.argv[2] !== 'start') process.exit(code);
   });
