@@ -9,10 +9,10 @@ import { pages, refusePrivateKey, type CallOptions, type Send } from './api/call
 import { DataPointApi, EntityApi } from './api/data.js';
 import { DefinitionApi, EntityTypeApi, RegulationApi, TagApi } from './api/registry.js';
 import { AlertApi, RuleApi } from './api/rules.js';
-import { isVaultApiError, VaultApiError } from './errors.js';
+import { isVaultApiError, VaultApiError, VaultClientClosedError } from './errors.js';
 import { headerForm } from './keys.js';
 import { Reporter, type ReporterOptions } from './reporter.js';
-import { Transport, type Request, type Response, type TransportOptions } from './transport.js';
+import { closedError, Transport, type Request, type Response, type TransportOptions } from './transport.js';
 import type { Readiness, SearchQuery, SearchRequest, SearchResult, VaultStats } from './types.js';
 
 export { ActivityApi, AuditApi, ApplicationApi, DataPointApi, EntityApi, DefinitionApi, EntityTypeApi, RegulationApi, TagApi, AlertApi, RuleApi };
@@ -85,6 +85,7 @@ export class VaultClient {
   readonly #authorization: string;
   readonly #keys: { encryptionKey?: string; decryptionKey?: string };
   readonly #reporters = new Set<Reporter>();
+  #closing: Promise<void> | undefined;
 
   constructor(options: VaultClientOptions) {
     // An API key is printable ASCII without spaces (the vault's rule), so whitespace around it,
@@ -121,6 +122,13 @@ export class VaultClient {
   }
 
   private exchange<T>(request: Request): Promise<Response<T>> {
+    // Refused from the start of close(), not only once its reporters have delivered what they hold.
+    if (this.#closing) return Promise.reject(closedError(request, 0));
+    return this.#exchange(request);
+  }
+
+  /** Without the check: a reporter's last batches go out while close() waits for them. */
+  #exchange<T>(request: Request): Promise<Response<T>> {
     // The client's own keys were put in header form when it was made; a key given for one call is here.
     const headers: Record<string, string | undefined> = { ...request.headers, authorization: this.#authorization };
     for (const [name, value] of Object.entries(headers)) {
@@ -165,6 +173,7 @@ export class VaultClient {
   /** Readiness: whether the vault takes traffic (its database answers, migrations applied). */
   async ready(options: CallOptions = {}): Promise<Readiness> {
     const call: Request = { method: 'GET', path: '/readyz', idempotent: true, acceptStatus: [503], signal: options.signal };
+    if (this.#closing) throw closedError(call, 0);
     const res = await this.#transport.send(call);
     return { ready: res.status === 200, ...jsonOf<{ status: string; reason?: string }>(call, res) };
   }
@@ -185,15 +194,24 @@ export class VaultClient {
    * straight to `POST /auditlogs/bulk`. Closed with the client.
    */
   reporter(options: ReporterOptions = {}): Reporter {
-    const reporter = new Reporter(this, this.#options, options);
+    // Its events would be refused one by one, long after the mistake.
+    if (this.#closing) throw new VaultClientClosedError({ closed: 'client', message: 'The vault client is closed: it makes no more reporters' });
+    const reporter = new Reporter({ request: async <T>(request: Request) => (await this.#exchange<T>(request)).body }, this.#options, options);
     this.#reporters.add(reporter);
     reporter.onClose(() => this.#reporters.delete(reporter));
     return reporter;
   }
 
-  /** Flushes open reporters, then closes the connections. */
-  async close(): Promise<void> {
-    await Promise.all([...this.#reporters].map((r) => r.close()));
-    await this.#transport.close();
+  /**
+   * Flushes open reporters, then closes the connections. Calls already made are answered
+   * first; calls made after it fail with `VaultClientClosedError`. A second close() resolves
+   * with the first.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.all([...this.#reporters].map((r) => r.close()));
+      await this.#transport.close();
+    })();
+    return this.#closing;
   }
 }

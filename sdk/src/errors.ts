@@ -4,7 +4,7 @@
  * that status), no answer arrived at all (`VaultNetworkError`), or the caller's signal ended
  * the call (`VaultAbortError`). Callers branch on the class: only the last two can mean "the
  * request may not have happened". A key the vault would refuse is a `VaultKeyError`, thrown
- * before anything is sent.
+ * before anything is sent; a call after `close()` is a `VaultClientClosedError`.
  */
 
 export class VaultApiError extends Error {
@@ -97,6 +97,32 @@ export class VaultAbortError extends Error {
     this.method = init.method;
     this.path = init.path;
     this.attempts = init.attempts;
+  }
+}
+
+/**
+ * A call after `close()`: any method of a closed client (every endpoint, `request()`,
+ * `reporter()`), or `report()` on a closed reporter (closed by itself or with its client).
+ * `attempts` 0: nothing was sent. A call waiting to be retried when the client closed ends
+ * with it too, after `attempts` requests: the last may have been carried out, as after a
+ * `VaultNetworkError`. Calls already sent when `close()` began are answered first.
+ */
+export class VaultClientClosedError extends Error {
+  override readonly name = 'VaultClientClosedError';
+  readonly code = 'CLIENT_CLOSED';
+  /** What was closed: the client, or the reporter `report()` was called on. */
+  readonly closed: 'client' | 'reporter';
+  /** The request refused, when it was one (not for `report()` or `reporter()`). */
+  readonly method?: string;
+  readonly path?: string;
+  readonly attempts: number;
+
+  constructor(init: { closed: 'client' | 'reporter'; message: string; method?: string; path?: string; attempts?: number }) {
+    super(init.message);
+    this.closed = init.closed;
+    if (init.method !== undefined) this.method = init.method;
+    if (init.path !== undefined) this.path = init.path;
+    this.attempts = init.attempts ?? 0;
   }
 }
 

@@ -16,7 +16,7 @@ export {
   type StoreOptions,
   type ReadOptions,
 } from './client.js';
-export { VaultAbortError, VaultApiError, VaultKeyError, VaultNetworkError, isVaultApiError } from './errors.js';
+export { VaultAbortError, VaultApiError, VaultClientClosedError, VaultKeyError, VaultNetworkError, isVaultApiError } from './errors.js';
 export { Reporter, DEFAULT_SIDECAR_URL, type ReporterOptions, type ReporterStats, type ReportableEvent, type StampedEvent } from './reporter.js';
 export type { RetryOptions, TransportOptions, Request, Response } from './transport.js';
 export { generateKeyPair, isPrivateKey, loadKeyFiles, loadKeysFromEnv, saveKeyPair, toHeaderValue, toPem, type KeyPair, type LoadedKeys } from './keys.js';

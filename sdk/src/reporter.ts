@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { VaultApiError, VaultNetworkError } from './errors.js';
+import { VaultApiError, VaultClientClosedError, VaultNetworkError } from './errors.js';
 import { backoffDelay, Transport, type Request, type TransportOptions } from './transport.js';
 import type { ExternalActivityEvent } from './types.js';
 
@@ -161,7 +161,7 @@ export class Reporter {
    * (keep it to report later READs of that data).
    */
   report(event: ReportableEvent): StampedEvent {
-    if (this.closed) throw new Error('The reporter is closed');
+    if (this.closed) throw new VaultClientClosedError({ closed: 'reporter', message: 'The reporter is closed' });
     if (this.queue.length >= this.maxQueued) throw new Error(`The reporter already holds ${this.maxQueued} undelivered events`);
     const stamped = { ...event } as StampedEvent & Record<string, unknown>;
     for (const [field, value] of Object.entries(this.options.defaults ?? {})) if (stamped[field] === undefined) stamped[field] = value;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import test from 'ava';
 import { VaultClient } from './client.js';
-import { VaultAbortError, VaultApiError, VaultNetworkError } from './errors.js';
+import { VaultAbortError, VaultApiError, VaultClientClosedError, VaultNetworkError } from './errors.js';
 import { freePort } from '../../core/src/testing/process.js';
 import { startRecordingProxy, type RecordingProxy } from './testing/proxy.js';
 import { apiError, startSdkVault, unique, type SdkTestVault } from './testing/vault.js';
@@ -398,5 +398,5 @@ test.serial('a vault restart: a store sent while the vault is down is retried un
 test('closing: a closed client refuses further requests', async (t) => {
   const c = v.client();
   await c.close();
-  await t.throwsAsync(c.health(), { message: 'The vault client is closed' });
+  await t.throwsAsync(c.health(), { instanceOf: VaultClientClosedError, message: 'GET /healthz was not sent: the vault client is closed' });
 });

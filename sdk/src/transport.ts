@@ -6,7 +6,7 @@
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { VaultAbortError, VaultApiError, VaultNetworkError } from './errors.js';
+import { VaultAbortError, VaultApiError, VaultClientClosedError, VaultNetworkError } from './errors.js';
 
 export interface RetryOptions {
   /** Extra attempts after the first; default 3. */
@@ -132,6 +132,18 @@ export function backoffDelay(attempt: number, retry: Required<RetryOptions>): nu
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
+/** Undici's refusals of a request on a pool already closed: the request was not sent. */
+const POOL_CLOSED = new Set(['UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
+
+export function closedError(request: Request, attempts: number): VaultClientClosedError {
+  const path = request.path.split('?')[0];
+  const message =
+    attempts === 0
+      ? `${request.method} ${path} was not sent: the vault client is closed`
+      : `${request.method} ${path} was not sent again: the vault client was closed while it waited to retry (${attempts} attempt${attempts === 1 ? '' : 's'} sent)`;
+  return new VaultClientClosedError({ closed: 'client', message, method: request.method, path, attempts });
+}
+
 function aborted(request: Request, attempts: number, cause: unknown): VaultAbortError {
   return new VaultAbortError({ method: request.method, path: request.path.split('?')[0], attempts, reason: request.signal?.reason, cause });
 }
@@ -144,6 +156,8 @@ export class Transport {
   private readonly userAgent: string;
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** Ends a wait between retries at close(), rather than retrying on a closed pool after it. */
+  private readonly closer = new AbortController();
 
   constructor(options: TransportOptions) {
     const url = new URL(options.url);
@@ -168,7 +182,7 @@ export class Transport {
   }
 
   async send<T>(request: Request): Promise<Response<T>> {
-    if (this.closed) throw new Error('The vault client is closed');
+    if (this.closed) throw closedError(request, 0);
     const path = this.basePath + request.path;
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent };
     for (const [name, value] of Object.entries(request.headers ?? {})) if (value !== undefined) headers[name] = value;
@@ -181,6 +195,7 @@ export class Transport {
     const { signal } = request;
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw aborted(request, attempt - 1, signal.reason);
+      if (this.closed) throw closedError(request, attempt - 1);
       try {
         return await this.once<T>(request, path, headers, payload);
       } catch (err) {
@@ -190,9 +205,11 @@ export class Transport {
         }
         // Before the codes: an abort can surface as the reset it caused, and must not be retried.
         if (signal?.aborted) throw aborted(request, attempt, err);
+        const own = (err as { code?: unknown } | undefined)?.code;
+        // close() came between the check above and the pool taking the request.
+        if (this.closed && typeof own === 'string' && POOL_CLOSED.has(own)) throw closedError(request, attempt - 1);
         const code = connectionErrorCode(err);
         if (code === undefined) {
-          const own = (err as { code?: unknown } | undefined)?.code;
           if (typeof own === 'string' && CALLER_ERRORS.has(own)) throw err;
           // A certificate not trusted, TLS to a plain port, an answer that is not HTTP: no
           // answer arrived all the same. Sending again would meet the same failure.
@@ -201,9 +218,10 @@ export class Transport {
         }
         if (attempt >= maxAttempts || !(request.idempotent || NOT_SENT.has(code))) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
         try {
-          await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal });
+          await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal: signal ? AbortSignal.any([signal, this.closer.signal]) : this.closer.signal });
         } catch (abort) {
-          throw aborted(request, attempt, abort);
+          if (signal?.aborted) throw aborted(request, attempt, abort);
+          throw closedError(request, attempt);
         }
       }
     }
@@ -243,8 +261,13 @@ export class Transport {
     });
   }
 
+  /**
+   * Refuses new calls at once; calls already handed to the pool (sent, or queued for a
+   * connection) are answered before the connections close, and the promise resolves then.
+   */
   close(): Promise<void> {
     this.closed = true;
+    this.closer.abort();
     // A second close() resolves when the connections are closed, not before.
     this.closing ??= this.pool.close();
     return this.closing;
