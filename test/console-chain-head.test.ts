@@ -84,3 +84,28 @@ test.serial('a head whose record was cut off the end is reported, though the res
   t.regex(await alert.innerText(), new RegExp(`The ${plain.records} sealed records verify`));
   await session.shot('chain-head-mismatch');
 });
+
+test.serial('a break before the kept head is reported with what became of the head: still there, or not', async (t) => {
+  // After the test before: the log ends one record short of the head kept there.
+  const cutHead = (await callVault(session.vault, 'GET', '/activity/head')).body.data;
+  const db = new Database(join(session.dataDir, 'vault.db'));
+  db.pragma('busy_timeout = 10000');
+  const [last] = db.prepare('SELECT sequence, hash FROM activity_log ORDER BY sequence DESC LIMIT 1').all() as Array<{ sequence: number }>;
+  t.is(last.sequence, cutHead.sequence);
+  db.exec('drop trigger activity_log_no_update');
+  db.prepare("UPDATE activity_log SET application_user = 'someone else' WHERE sequence = 1").run();
+  db.close();
+
+  await verifyWith(`${cutHead.sequence}:${cutHead.hash}`);
+  const broken = page.locator('[data-chain="broken"]');
+  await broken.getByText('✗ Chain broken').waitFor();
+  await broken.locator('[data-head="matches"]').getByText('✓ The kept head matches').waitFor();
+  t.regex(await broken.innerText(), /The first record that does not verify is #1\b/);
+  await session.shot('chain-broken-head-matches');
+
+  // A head that was cut off the end as well.
+  await verifyWith(`${cutHead.sequence + 1}:${'a'.repeat(64)}`);
+  await page.locator('[data-chain="broken"] [data-head="mismatch"]').getByText('✗ The kept head does not match either').waitFor();
+  t.is(await page.locator('[data-head="matches"]').count(), 0);
+  await session.shot('chain-broken-head-mismatch');
+});

@@ -25,6 +25,12 @@ export function ChainState({ result, onShow }) {
   return html`<div class="chain broken" role="alert" data-chain="broken">
     <strong>✗ Chain broken</strong>
     <p>The first record that does not verify is <strong>#${result.firstBrokenSequence}</strong>${result.firstBrokenEventId ? html` (event <span class="mono">${result.firstBrokenEventId}</span>)` : null}. It or the record before it was edited, removed or reordered outside the vault.</p>
+    ${result.headMatches === true
+      ? html`<p data-head="matches"><strong>✓ The kept head matches</strong>: the log still holds that record unchanged, so nothing up to it was cut off the end.</p>`
+      : null}
+    ${result.headMatches === false
+      ? html`<p data-head="mismatch"><strong>✗ The kept head does not match either</strong>: the record it names was removed or rewritten (or the head was not taken from this vault).</p>`
+      : null}
     ${onShow ? html`<button type="button" onClick=${() => onShow(result.firstBrokenSequence)}>Show record #${result.firstBrokenSequence}</button>` : null}
   </div>`;
 }

@@ -456,6 +456,41 @@ test('a head kept outside the database reveals records cut off the end', async (
   t.is((await fresh.request('GET', '/activity/verify', { query: { head: 'latest' } })).status, 400);
 });
 
+test('headMatches says whether the kept head record is still there unchanged, whatever broke before it', async (t) => {
+  const fresh = await startTestVault();
+  t.teardown(() => fresh.close());
+  await defineAttribute(fresh, EMAIL);
+  // Records 2 … 7, after EMAIL's definition.
+  for (let i = 0; i < 6; i++) await audit({ ...store(`k-${i}`), eventId: `evt-${i}` }, fresh);
+  const head = (await fresh.request('GET', '/activity/head')).body.data;
+  t.is(head.sequence, 7);
+  const kept = `${head.sequence}:${head.hash}`;
+  const verify = async (h = kept) => (await fresh.request('GET', '/activity/verify', { query: { head: h } })).body.data;
+  const db = fresh.vault.db;
+  await dropGuards(fresh);
+
+  // A record before the head edited: the chain breaks there, but nothing reached the head.
+  await db.updateTable('activity_log').set({ application_user: 'someone else' }).where('sequence', '=', 3).execute();
+  t.like(await verify(), { valid: false, firstBrokenSequence: 3, headMatches: true });
+  const middle = (await db.selectFrom('activity_log').select('hash').where('sequence', '=', 4).executeTakeFirstOrThrow()).hash;
+  t.like(await verify(`4:${middle}`), { valid: false, firstBrokenSequence: 3, headMatches: true }, 'any record past the break can be the kept head');
+  t.like(await verify(`4:${'0'.repeat(64)}`), { valid: false, firstBrokenSequence: 3, headMatches: false });
+
+  // The head record rewritten: its fields, then its hash recomputed to match them.
+  const { chainHash } = await import('./chain.js');
+  await db.updateTable('activity_log').set({ subject_id: 'another' }).where('sequence', '=', 7).execute();
+  t.like(await verify(), { valid: false, firstBrokenSequence: 3, headMatches: false }, 'fields that no longer give the kept hash');
+  const rows = await db.selectFrom('activity_log').selectAll().where('sequence', 'in', [6, 7]).orderBy('sequence').execute();
+  const { hash: _old, ...rewritten } = rows[1];
+  await db.updateTable('activity_log').set({ hash: chainHash(rows[0].hash, rewritten) }).where('sequence', '=', 7).execute();
+  t.like(await verify(), { valid: false, firstBrokenSequence: 3, headMatches: false }, 'a hash that is no longer the kept one');
+
+  // Records cut off the end, the head among them.
+  await db.deleteFrom('activity_log').where('sequence', '>=', 6).execute();
+  t.like(await verify(), { valid: false, firstBrokenSequence: 3, records: 5, headMatches: false });
+  t.like(await verify(`5:${(await db.selectFrom('activity_log').select('hash').where('sequence', '=', 5).executeTakeFirstOrThrow()).hash}`), { headMatches: true });
+});
+
 test('swapped records fail verification where the order breaks', async (t) => {
   const fresh = await startTestVault();
   t.teardown(() => fresh.close());

@@ -84,7 +84,7 @@ const verifySchema = envelope({
     firstBrokenEventId: { type: 'string' },
     lastSequence: { type: 'integer' },
     lastHash: { type: 'string' },
-    headMatches: { type: 'boolean', description: 'With `head`: whether the log still holds that record unchanged' },
+    headMatches: { type: 'boolean', description: 'With `head`: whether the log still holds that record unchanged, whether or not the chain breaks before it' },
   },
 });
 

@@ -1,5 +1,5 @@
 /**
- * Reading the activity log: listing with filters, and verifying the hash chain. Records are
+ * Reading the activity log: listing with filters, and verifying the hash chain (`verify.ts`). Records are
  * written by the appender (`appender.ts`) and chained by the sealer (`sealer.ts`); a record
  * committed but not yet sealed is listed after every sealed one, without a `sequence`. The
  * list is of entries: one per record, but one per point for a read that answered several
@@ -11,15 +11,14 @@ import type { Database } from '../db/schema.js';
 import { badRequest } from '../errors.js';
 import type { Location } from '../rules/engine.js';
 import { parseIsoDate } from '../util/time.js';
-import { chainHash, GENESIS_HASH, type ChainHead } from './chain.js';
+import type { ChainHead } from './chain.js';
 import { chunks, INSERT_CHUNK } from '../db/insert-rows.js';
 import { chainHead, type ActivitySealer } from './sealer.js';
 import type { EventOrigin, RecordType } from './log.js';
 import type { Change } from './changes.js';
 import { isMalformedJson, parseChange, pointsList } from './malformed.js';
 import type { ActivityLogTable } from './tables.js';
-
-const VERIFY_PAGE = 2000;
+import { verifyActivityChain, type VerifyResult } from './verify.js';
 
 /** What `GET /activity` returns per record: the event's fields, never a value. */
 export interface ActivityEntry extends EventOrigin {
@@ -68,21 +67,7 @@ export interface ActivityQuery {
 export type ActivityOrder = 'oldest' | 'newest';
 
 export type { ChainHead } from './chain.js';
-
-export interface VerifyResult {
-  valid: boolean;
-  /** Sealed records in the log when the check started. */
-  records: number;
-  /** Committed records not yet chained (they are sealed within about a second). */
-  unsealed: number;
-  firstBrokenSequence?: number;
-  firstBrokenEventId?: string;
-  /** Hash of the last record: kept elsewhere, it also reveals records cut off the end. */
-  lastHash?: string;
-  lastSequence?: number;
-  /** With an expected head: whether the log still holds that record unchanged. */
-  headMatches?: boolean;
-}
+export { parseChainHead, verifyActivityChain, type VerifyResult } from './verify.js';
 
 function present(value: string | null): string | undefined {
   return value === null ? undefined : value;
@@ -123,70 +108,6 @@ function toEntry(row: EntryRow): ActivityEntry {
     hash: sealed ? row.hash! : undefined,
     change: parseChange(row.change),
   };
-}
-
-/**
- * Recomputes the whole chain in sequence order. The first record whose position, content or
- * predecessor does not match its hash is reported: an edited record fails itself, a deleted
- * one fails its successor, reordered ones fail where the order breaks. Given the head an
- * operator kept elsewhere, a log cut short (or rewritten from some point on) is caught too.
- */
-export async function verifyActivityChain(db: Kysely<Database>, expectedHead?: ChainHead): Promise<VerifyResult> {
-  const pending = await db.selectFrom('activity_pending').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
-  const unsealed = Number(pending.n);
-  const head = await db.selectFrom('activity_log').select(['sequence', 'hash']).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
-  const end = head ? Number(head.sequence) : 0;
-  const counted = await db
-    .selectFrom('activity_log')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('sequence', '<=', end)
-    .executeTakeFirstOrThrow();
-  const records = Number(counted.n);
-  let expected = 1;
-  let previous = GENESIS_HASH;
-  let after = Number.MIN_SAFE_INTEGER;
-  let headMatches: boolean | undefined = expectedHead ? expectedHead.sequence === 0 && expectedHead.hash === GENESIS_HASH : undefined;
-  for (;;) {
-    const page = await db
-      .selectFrom('activity_log')
-      .selectAll()
-      .where('sequence', '>', after)
-      .where('sequence', '<=', end)
-      .orderBy('sequence')
-      .limit(VERIFY_PAGE)
-      .execute();
-    if (page.length === 0) break;
-    // SQLite answers synchronously: without a turn of the event loop between pages, every other
-    // request waited for the whole chain (seconds per hundred thousand records).
-    if (after !== Number.MIN_SAFE_INTEGER) await new Promise((resolve) => setImmediate(resolve));
-    for (const row of page) {
-      const sequence = Number(row.sequence);
-      const { hash, ...fields } = row;
-      if (sequence !== expected || chainHash(previous, fields) !== hash) {
-        return { valid: false, records, unsealed, firstBrokenSequence: sequence, firstBrokenEventId: row.event_id, headMatches };
-      }
-      if (expectedHead && sequence === expectedHead.sequence) headMatches = hash === expectedHead.hash;
-      previous = hash;
-      expected += 1;
-      after = sequence;
-    }
-  }
-  const result: VerifyResult = { valid: true, records, unsealed };
-  if (end > 0) {
-    result.lastHash = previous;
-    result.lastSequence = end;
-  }
-  if (expectedHead) {
-    result.headMatches = headMatches ?? false;
-    if (!result.headMatches) result.valid = false;
-  }
-  return result;
-}
-
-/** `<sequence>:<hash>`, as `vault activity head` prints it. */
-export function parseChainHead(text: string): ChainHead | undefined {
-  const match = /^(\d{1,15}):([0-9a-f]{64})$/.exec(text.trim());
-  return match ? { sequence: Number(match[1]), hash: match[2] } : undefined;
 }
 
 type Filterable = 'activity_log' | 'activity_pending';

@@ -20,6 +20,9 @@ export const activityCommands: Record<string, Command> = {
       const pending = result.unsealed > 0 ? ` (${result.unsealed} not yet sealed)` : '';
       if (result.firstBrokenSequence !== undefined) {
         io.out(`Activity log BROKEN at sequence ${result.firstBrokenSequence} (event ${result.firstBrokenEventId}) after ${result.records} records`);
+        // The head is checked on its own: whether, besides the break, records were cut off the end.
+        if (head && result.headMatches) io.out(`It still holds the kept head ${head.sequence}:${head.hash} unchanged: nothing up to it was cut off the end`);
+        else if (head) io.out(`Nor does it hold the kept head ${head.sequence}:${head.hash} as it was: that record was removed or rewritten`);
         return 1;
       }
       if (head && !result.headMatches) {

@@ -323,12 +323,24 @@ test('activity verify reports an intact chain, then the first record edited behi
   const after = io(env);
   t.is(await runCli(['activity', 'verify'], after.io), 1);
   t.regex(after.out[0], /^Activity log BROKEN at sequence 2 \(event \S+\) after 3 records$/);
+  // The break is before the kept head, which is still there: nothing was cut off the end.
+  const brokenWithHead = io(env);
+  t.is(await runCli(['activity', 'verify', '--head', head.out[0]], brokenWithHead.io), 1);
+  t.is(brokenWithHead.out.length, 2);
+  t.regex(brokenWithHead.out[0], /^Activity log BROKEN at sequence 2 /);
+  t.is(brokenWithHead.out[1], `It still holds the kept head ${head.out[0]} unchanged: nothing up to it was cut off the end`);
 
   // Cutting records off the end leaves a valid chain: only the head kept elsewhere shows it.
   const reopened = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), announce: () => {} });
   await sql`drop trigger activity_log_no_delete`.execute(reopened.db);
-  await reopened.db.deleteFrom('activity_log').where('sequence', '>=', 2).execute();
+  await reopened.db.deleteFrom('activity_log').where('sequence', '=', 3).execute();
   await reopened.close();
+  const brokenAndCut = io(env);
+  t.is(await runCli(['activity', 'verify', '--head', head.out[0]], brokenAndCut.io), 1);
+  t.deepEqual(brokenAndCut.out.slice(1), [`Nor does it hold the kept head ${head.out[0]} as it was: that record was removed or rewritten`]);
+  const again = await Vault.open({ config: loadConfig(env), logger: createLogger('silent'), announce: () => {} });
+  await again.db.deleteFrom('activity_log').where('sequence', '>=', 2).execute();
+  await again.close();
   const cut = io(env);
   t.is(await runCli(['activity', 'verify', '--head', head.out[0]], cut.io), 1);
   t.regex(cut.out[0], /^Activity log does not hold the expected head 3:[0-9a-f]{64} \(it has 1 records\)/);

@@ -59,7 +59,8 @@ export class ActivityApi {
   /**
    * Recomputes the log's hash chain and reports the first broken record. Given a head kept
    * from `head()` (the object, or `SEQUENCE:HASH`), also whether the log still holds that
-   * record unchanged (`headMatches`; `valid` is false when it does not).
+   * record unchanged (`headMatches`, answered even when the chain breaks before it; `valid`
+   * is false when it does not).
    */
   verify(head?: ActivityHead | string, options: CallOptions = {}): Promise<ActivityVerification> {
     const query = head === undefined ? undefined : { head: typeof head === 'string' ? head : `${head.sequence}:${head.hash}` };

@@ -185,8 +185,8 @@ export interface ActivityVerification {
   /** Hash of the last record, when the chain is whole and not empty (anchor it elsewhere to detect truncation). */
   lastHash?: string;
   /**
-   * Given a head: whether the log still holds that record unchanged. Absent without a head,
-   * and when the chain breaks before the head's sequence.
+   * Given a head: whether the log still holds that record unchanged (its hash is the kept one
+   * and its fields still give it), whether or not the chain breaks before it. Absent without a head.
    */
   headMatches?: boolean;
 }
