@@ -217,11 +217,20 @@ export class Transport {
           throw new VaultNetworkError({ code: name, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
         }
         if (attempt >= maxAttempts || !(request.idempotent || NOT_SENT.has(code))) throw new VaultNetworkError({ code, method: request.method, path: request.path.split('?')[0], attempts: attempt, cause: err });
+        // Not AbortSignal.any: joined to the long-lived closer signal, each one leaks (nodejs/node#55351).
+        const wake = new AbortController();
+        const stop = () => wake.abort();
+        signal?.addEventListener('abort', stop, { once: true });
+        this.closer.signal.addEventListener('abort', stop, { once: true });
+        if (signal?.aborted || this.closed) stop();
         try {
-          await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal: signal ? AbortSignal.any([signal, this.closer.signal]) : this.closer.signal });
+          await sleep(backoffDelay(attempt - 1, this.retry), undefined, { signal: wake.signal });
         } catch (abort) {
           if (signal?.aborted) throw aborted(request, attempt, abort);
           throw closedError(request, attempt);
+        } finally {
+          signal?.removeEventListener('abort', stop);
+          this.closer.signal.removeEventListener('abort', stop);
         }
       }
     }
