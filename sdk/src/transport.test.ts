@@ -386,7 +386,7 @@ test.serial('a vault restart: requests fail as network errors while it is down a
 });
 
 test.serial('a vault restart: a store sent while the vault is down is retried until it is back, and stored once', async (t) => {
-  const c = v.client({ retry: { retries: 100, minDelayMs: 100, maxDelayMs: 200 } });
+  const c = v.client({ retry: { retries: 1000, minDelayMs: 100, maxDelayMs: 200 } });
   const subject = unique('subj');
   await v.proc.stop('SIGKILL');
   const store = c.dataSubjects.storeAttributes(subject, [{ attribute: 'NOTE', value: 'during the restart' }]);
