@@ -13,7 +13,7 @@ import { WriteGroup } from './db/write-group.js';
 import { connect, disconnect, redactUrl, type DatabaseHandle } from './db/connect.js';
 import { tightenMode } from './db/sqlite.js';
 import type { DialectName } from './db/dialect.js';
-import { migrateToLatest, pendingMigrations } from './db/migrate.js';
+import { migrateToLatest, newerRelease, pendingMigrations } from './db/migrate.js';
 import type { Database } from './db/schema.js';
 import { generateKeyPair, Keyring, parsePublicKeyHeader } from './crypto/keys.js';
 import { KeyRotation } from './crypto/rotation.js';
@@ -215,8 +215,10 @@ export class Vault {
   }
 
   private async requireMigrated(anyRelease: boolean): Promise<void> {
-    const { pending, applied } = await pendingMigrations(this.db);
+    const { pending, applied, unknown } = await pendingMigrations(this.db);
     if (applied === 0) throw new Error(`${redactUrl(this.config.db)} holds no vault: check VAULT_DB (a start or \`vault migrate\` creates one)`);
+    // Its verbs would write as this release does, leaving out what the newer one keeps.
+    if (unknown.length > 0 && !anyRelease) throw new Error(newerRelease(unknown));
     if (pending.length > 0 && !anyRelease) {
       throw new Error(`the database is not migrated to this release (${pending.join(', ')} not applied): run \`vault migrate\`, or start this release's vault, first`);
     }

@@ -591,6 +591,29 @@ test('no verb but migrate migrates: each refuses a database an older release lef
   t.is(await runCli(['keys', 'list'], io(env).io), 0);
 });
 
+test('a database a newer release migrated: every verb but backup refuses it, naming what this release does not know, and changes nothing', async (t) => {
+  const env = dataDir(t);
+  const database = join(env.VAULT_DATA_DIR, 'vault.db');
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const probe = connect({ url: `sqlite:${database}` });
+  t.teardown(() => disconnect(probe));
+  await probe.db.insertInto('kysely_migration' as never).values({ name: '9999_from_a_newer_release', timestamp: new Date().toISOString() } as never).execute();
+  const refusal = [
+    'Failed: the database was migrated by a newer release of the vault (9999_from_a_newer_release, unknown to this one): run that release, or restore the backup taken before the upgrade',
+  ];
+  // An older release's verbs ran on it: `applications delete` left the deleted key unretired.
+  for (const verb of [['migrate'], ...verbsOnAVault(t).filter((v) => v[0] !== 'backup')]) {
+    const { io: x, err } = io(env);
+    t.is(await runCli(verb, x), 1, verb.join(' '));
+    t.deepEqual(err, refusal, verb.join(' '));
+  }
+  const applications = await probe.db.selectFrom('applications' as never).select('name' as never).execute();
+  t.is(applications.length, 1, 'nothing was created');
+  // The way back is copied whatever release made it.
+  const backup = io(env);
+  t.is(await runCli(['backup', '--to', join(env.VAULT_DATA_DIR, 'newer.db')], backup.io), 0, backup.err.join('\n'));
+});
+
 test('upgrading: the new release backs up a database an older release left, as it is, before migrating it', async (t) => {
   const env = dataDir(t);
   const dir = env.VAULT_DATA_DIR;

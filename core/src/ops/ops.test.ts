@@ -16,6 +16,16 @@ test('healthz answers without a key; readyz reports the database and migrations'
   t.deepEqual([ready.status, ready.body], [200, { status: 'ready' }]);
 });
 
+test('readyz fails once a newer release has migrated the database, so an old process left running is taken out', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  t.is((await v.request('GET', '/readyz', { apiKey: null })).status, 200);
+  // What a newer release's start does to the database beneath this one.
+  await sql`insert into kysely_migration (name, timestamp) values ('9999_from_a_newer_release', ${new Date().toISOString()})`.execute(v.vault.db);
+  const stale = await v.request('GET', '/readyz', { apiKey: null });
+  t.deepEqual([stale.status, stale.body], [503, { status: 'unavailable', reason: 'database migrated by a newer release' }]);
+});
+
 test('readyz fails when the database goes away', async (t) => {
   const database = await createPostgresDatabase();
   const v = await startTestVault({ env: { VAULT_DB: database.url } });

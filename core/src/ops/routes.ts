@@ -1,7 +1,7 @@
 /** Liveness, readiness and metrics: unauthenticated, and free of personal data. */
 import { sql } from 'kysely';
 import type { FastifyPluginAsync } from 'fastify';
-import { migrationsApplied } from '../db/migrate.js';
+import { migrationState } from '../db/migrate.js';
 import type { Vault } from '../vault.js';
 
 /** A readiness probe is answered within this, even when the database does not answer at all. */
@@ -17,7 +17,7 @@ export const opsRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
 
   app.get(
     '/readyz',
-    { config, schema: { tags, summary: 'The database answers and every migration is applied', response: { 200: status, 503: status } } },
+    { config, schema: { tags, summary: 'The database answers and every migration is applied, none unknown to this release', response: { 200: status, 503: status } } },
     async (_request, reply) => {
       if (app.draining) return reply.status(503).send({ status: 'unavailable', reason: 'shutting down' });
       let timer: NodeJS.Timeout | undefined;
@@ -26,11 +26,13 @@ export const opsRoutes: FastifyPluginAsync<{ vault: Vault }> = async (app, { vau
       });
       const checks = (async () => {
         await sql`select 1`.execute(vault.db);
-        return migrationsApplied(vault.db);
+        return migrationState(vault.db);
       })();
       checks.catch(() => {});
       try {
-        if (!(await Promise.race([checks, timeout]))) return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
+        const state = await Promise.race([checks, timeout]);
+        if (state === 'pending') return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
+        if (state === 'newer') return reply.status(503).send({ status: 'unavailable', reason: 'database migrated by a newer release' });
         return { status: 'ready' };
       } catch {
         return reply.status(503).send({ status: 'unavailable', reason: 'database unreachable' });
