@@ -43,6 +43,35 @@ test('answers as JavaScript RegExp does, on generated patterns and texts', (t) =
   t.pass();
 });
 
+/**
+ * Beyond ASCII and with `(?i)`: the engine matches code points, as RegExp does with the `u`
+ * flag, so that is the oracle here. Letters whose case folding differs between the two (the
+ * Kelvin sign, the long s) are left out: the engine folds with toLowerCase/toUpperCase.
+ */
+const wideLiteral = fc.constantFrom('a', 'A', 'b', 'é', 'É', '😀', '.', '[ab]', '[^a]', '[é-ë]', '[^😀]', '[😀-😂]', '\\w', '\\W', '\\s', '\\S', '\\d', '\\u00e9', '(?:)');
+const widePattern = fc
+  .tuple(
+    fc.boolean(),
+    fc.constantFrom('', '^'),
+    fc.array(fc.array(fc.tuple(wideLiteral, quantifier).map(([a, q]) => (a === '(?:)' ? a : `${a}${q}`)), { maxLength: 4 }).map((a) => a.join('')), { minLength: 1, maxLength: 3 }),
+    fc.constantFrom('', '$'),
+  )
+  .map(([caseless, b, alternatives, e]) => ({ caseless, source: `${b}(?:${alternatives.join('|')})${e}` }));
+const wideSubject = fc.string({ unit: fc.constantFrom('a', 'A', 'b', 'é', 'É', 'ë', '😀', '😁', '\n', '\u2028', ' ', '1', '_'), maxLength: 12 });
+
+test('(?i) and characters beyond ASCII: answers as RegExp with the u flag does, text after text', (t) => {
+  fc.assert(
+    fc.property(widePattern, fc.array(wideSubject, { minLength: 1, maxLength: 6 }), ({ caseless, source }, texts) => {
+      // One compiled pattern for several texts, as a rule runs on every value of a store.
+      const re = compileSafeRegex(caseless ? `(?i)${source}` : source);
+      const oracle = new RegExp(source, caseless ? 'ui' : 'u');
+      return texts.every((s) => re.test(s) === oracle.test(s));
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass();
+});
+
 test('(?i) makes the match case-insensitive, classes included', (t) => {
   const re = compileSafeRegex('(?i)^[a-c]+x$');
   t.true(re.test('ABCx'));

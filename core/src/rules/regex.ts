@@ -2,14 +2,15 @@
  * Regular expressions written by rule authors run against every stored value, so a
  * backtracking engine would let one careless (or hostile) pattern stall the vault. Patterns are
  * read by regex-parser, compiled to a Thompson NFA by regex-program and run by a Pike VM
- * without captures in regex-vm: time is linear in the input for a given pattern, whatever the
- * pattern. It supports the usual JavaScript syntax for matching — literals, `.`, classes,
- * escapes, anchors, groups, alternation, greedy and lazy quantifiers and a leading `(?i)` —
- * and refuses what needs backtracking (backreferences, lookaround).
+ * without captures in regex-vm, whose steps regex-dfa caches as a lazily built DFA: time is
+ * linear in the input for a given pattern, whatever the pattern. It supports the usual
+ * JavaScript syntax for matching — literals, `.`, classes, escapes, anchors, groups,
+ * alternation, greedy and lazy quantifiers and a leading `(?i)` — and refuses what needs
+ * backtracking (backreferences, lookaround).
  */
 import { Parser, RegexSyntaxError } from './regex-parser.js';
 import { compile } from './regex-program.js';
-import { Machine } from './regex-vm.js';
+import { LazyDfa } from './regex-dfa.js';
 
 export const MAX_PATTERN_LENGTH = 256;
 
@@ -27,5 +28,5 @@ export function compileSafeRegex(pattern: string): SafeRegex {
     ignoreCase = true;
     source = source.slice(4);
   }
-  return new Machine(compile(new Parser(source, ignoreCase).parse()));
+  return new LazyDfa(compile(new Parser(source, ignoreCase).parse()));
 }
