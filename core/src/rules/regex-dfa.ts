@@ -29,6 +29,8 @@ interface State {
   readonly eols: Int32Array;
   /** A thread reached `match`: the pattern matches, whatever follows. */
   readonly matched: boolean;
+  /** Matched, or no thread waits for a character: what follows hardly matters. */
+  readonly settles: boolean;
   /** Whether the text ending here makes a match (worked out when first asked). */
   endMatch?: boolean;
   /** Moves on characters below 128, by code point. */
@@ -88,7 +90,16 @@ export class LazyDfa implements SafeRegex {
         if (rest === undefined) break;
         return rest.matched || (!cut && this.matchesAtEnd(rest, false));
       }
-      const c = text.charCodeAt(pos);
+      let c = text.charCodeAt(pos);
+      // The common case in a tight loop: ASCII text, moves already known, ordinary states.
+      while (c < 128) {
+        const known = state.ascii[c];
+        if (known === undefined || known.settles) break;
+        state = known;
+        if (++pos === length) break;
+        c = text.charCodeAt(pos);
+      }
+      if (pos === length) continue;
       let target: State | undefined;
       if (c < 128) {
         target = state.ascii[c] ?? (state.ascii[c] = this.move(state, c));
@@ -181,5 +192,5 @@ export class LazyDfa implements SafeRegex {
 
 function newState(chars: ArrayLike<number>, eols: ArrayLike<number>, matched: boolean): State {
   // Every member from the start: states keep one shape, and the loop that reads them stays fast.
-  return { chars: Int32Array.from(chars), eols: Int32Array.from(eols), matched, endMatch: undefined, ascii: new Array<State | undefined>(128).fill(undefined), wide: undefined };
+  return { chars: Int32Array.from(chars), eols: Int32Array.from(eols), matched, settles: matched || chars.length === 0, endMatch: undefined, ascii: new Array<State | undefined>(128).fill(undefined), wide: undefined };
 }
