@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { LazyDfa } from './regex-dfa.js';
+import { LazyDfa, MAX_DFA_STATES } from './regex-dfa.js';
 import { Parser, RegexSyntaxError } from './regex-parser.js';
 import { compile, type Instr } from './regex-program.js';
 import { Machine } from './regex-vm.js';
@@ -156,4 +156,18 @@ test('patterns that explode a DFA, or a backtracking engine, still answer, and a
     t.is(dfa.test(text), expected, `${source} on ${text.length} characters, again`);
     t.is(new Machine(prog).test(text), expected, `${source} on ${text.length} characters, by the VM`);
   }
+});
+
+test('a large program runs out of room before it runs out of states, and the VM answers', (t) => {
+  // Every state of `.{0,900}x` on text without x holds up to 900 threads: a hundred or so fill
+  // the size budget before the count budget does.
+  const prog = program('(?:.{0,900}x|y$)', false)!;
+  const dfa = new LazyDfa(prog);
+  const text = 'a'.repeat(5_000);
+  for (const [s, expected] of [[text, false], [`${text}x`, true], [`${text}y`, true], [`${text}yz`, false]] as const) {
+    t.is(dfa.test(s), expected);
+    t.is(new Machine(prog).test(s), expected);
+  }
+  const kept = (dfa as unknown as { states: Map<string, unknown> }).states.size;
+  t.true(kept < MAX_DFA_STATES, `${kept} states: the size budget, not the count, stopped them`);
 });

@@ -16,8 +16,14 @@ import type { Test } from './regex-parser.js';
 import type { Instr } from './regex-program.js';
 import { Machine, MAX_SUBJECT_LENGTH } from './regex-vm.js';
 
-/** States a pattern may keep: ASCII moves take an array of 128 per state, so a few hundred KB at most. */
+/** States a pattern may keep. */
 export const MAX_DFA_STATES = 256;
+/**
+ * And their size, in words: a state takes 128 for its ASCII moves and two per thread (its
+ * list and its key), a remembered move on another character 4. About 0.3 MB a pattern at
+ * most, however many threads a large program runs.
+ */
+const MAX_DFA_WORDS = 40_000;
 /** Moves on other characters a state remembers; past that they are worked out each time. */
 const MAX_WIDE_MOVES = 32;
 
@@ -51,6 +57,7 @@ export class LazyDfa implements SafeRegex {
   private readonly anchored: boolean;
   private readonly maxStates: number;
   private readonly states = new Map<string, State>();
+  private words = 0;
   /** Where matching starts at position 0, where `^` holds (kept apart from the interned states). */
   private readonly start: State;
   /** What a fresh thread at a later position reaches: added at every step unless anchored. */
@@ -109,7 +116,10 @@ export class LazyDfa implements SafeRegex {
         target = state.wide?.get(cp);
         if (target === undefined) {
           target = this.move(state, cp);
-          if (target !== undefined && (state.wide ??= new Map()).size < MAX_WIDE_MOVES) state.wide.set(cp, target);
+          if (target !== undefined && (state.wide?.size ?? 0) < MAX_WIDE_MOVES && this.words + 4 <= MAX_DFA_WORDS) {
+            (state.wide ??= new Map()).set(cp, target);
+            this.words += 4;
+          }
         }
         pos += cp > 0xffff ? 2 : 1;
       }
@@ -137,7 +147,9 @@ export class LazyDfa implements SafeRegex {
     const key = matched ? 'M' : `${sortedChars.join(',')}|${sortedEols.join(',')}`;
     let target = this.states.get(key);
     if (target === undefined) {
-      if (this.states.size >= this.maxStates) return undefined;
+      const words = 128 + 2 * (sortedChars.length + sortedEols.length);
+      if (this.states.size >= this.maxStates || this.words + words > MAX_DFA_WORDS) return undefined;
+      this.words += words;
       target = newState(sortedChars, sortedEols, matched);
       this.states.set(key, target);
     }
