@@ -2,7 +2,7 @@
 // value or a key, so nothing secret reaches the address bar, history or a Referer.
 import { html, render, useEffect, useState } from './lib.js';
 import { api, ApiError, onUnauthorized, session } from './api.js';
-import { ErrorBox } from './ui.js';
+import { ErrorBox, PageTitle } from './ui.js';
 import { Overview } from './pages/overview.js';
 import { Subjects, Subject } from './pages/subjects.js';
 import { Activity } from './pages/activity.js';
@@ -117,7 +117,7 @@ function Page({ route, applicationId, admin, allAttributes }) {
     case 'overview':
       return html`<${Overview} ...${props} />`;
     default:
-      return html`<p role="alert">No such page. <a href="#/overview">Go to the overview</a>.</p>`;
+      return html`<section><${PageTitle}>No such page</${PageTitle}><p role="alert">No such page. <a href="#/overview">Go to the overview</a>.</p></section>`;
   }
 }
 

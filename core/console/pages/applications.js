@@ -90,7 +90,7 @@ function EditApplication({ application, signedInAs, onSaved, onRolled, onClose }
       <${Select} id="edit-app-keep" label="Does the old key keep working?" value=${keep} onChange=${setKeep} options=${KEEP_PREVIOUS} />
     </div>
     <div class="actions">
-      <${ConfirmButton} label="Roll key" ariaLabel=${`Roll the key of ${application.name}`} confirm="Yes, issue a new key" onConfirm=${roll} />
+      <${ConfirmButton} label="Roll the key" ariaLabel=${`Roll the key of ${application.name}`} confirm="Yes, issue a new key" onConfirm=${roll} />
     </div>
     <${ErrorBox} error=${error} intoView />
   </form>`;

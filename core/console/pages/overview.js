@@ -58,7 +58,7 @@ export function Overview({ admin }) {
     <section class="card" aria-labelledby="latest">
       <h2 id="latest">Latest activity</h2>
       ${activity.data
-        ? html`<${Table} caption="Latest activity" columns=${activityColumns(appNames).slice(0, 7)} rows=${activity.data} empty="No activity recorded yet." />
+        ? html`<${Table} caption="Latest activity entries" columns=${activityColumns(appNames).slice(0, 7)} rows=${activity.data} empty="No activity recorded yet." />
             <p><a href="#/activity">The whole activity log →</a></p>`
         : activity.error?.status === 403
           ? html`<p class="muted">The activity log is shown to administrators only.</p>`

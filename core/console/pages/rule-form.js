@@ -127,7 +127,7 @@ export function RuleFields({ rule, onChange, isNew }) {
       <${Select} id="rule-type" label="Rule type" value=${rule.type ?? 'data'} onChange=${(type) => set({ type })} options=${['data', 'activity']} hint="data: on every store; activity: on every audit event" />
       <${TextInput} id="rule-order" label="Execution order" type="number" value=${rule.executionOrder} onInput=${(x) => set({ executionOrder: x === '' ? undefined : Number(x) })} />
     </div>
-    <h3>When</h3>
+    <h2 class="sub">When</h2>
     ${conditions
       ? html`<${Select} id="rule-match" label="Match" value=${form.match} onChange=${(match) => setConditions(conditions, match)} options=${[
             { value: 'all', label: 'all of these conditions' },
@@ -144,7 +144,7 @@ export function RuleFields({ rule, onChange, isNew }) {
           )}
           <button type="button" onClick=${() => setConditions([...conditions, { type: 'attribute', operator: 'any', attributes: [] }])}>Add condition</button>`
       : html`<p class="muted">This constraint is richer than the form shows (nesting or less common members): edit it as JSON below.</p>`}
-    <h3>Then</h3>
+    <h2 class="sub">Then</h2>
     <${ActionFields} action=${rule.action ?? { type: 'alert' }} onChange=${(action) => set({ action })} />
   </div>`;
 }

@@ -119,7 +119,7 @@ export function RuleEditor({ id, admin }) {
     <${PageTitle} sub=${html`<a href="#/rules">← Rules</a> · <a href=${`#/alerts`}>Alerts</a>`}>${title}</${PageTitle}>
     <form class="card" onSubmit=${save} aria-label="Rule">
       <${RuleFields} rule=${rule} onChange=${fromForm} isNew=${isNew} />
-      <h3><label for="rule-json">As JSON</label></h3>
+      <h2 class="sub"><label for="rule-json">As JSON</label></h2>
       <p class="muted small">Everything the form does not cover (nested constraints, geolocation subdivisions, retention dates…) is edited here. Both stay in step.</p>
       <textarea id="rule-json" class="json" rows="14" spellcheck="false" value=${json} onInput=${(e) => fromJson(e.currentTarget.value)} aria-invalid=${Boolean(jsonError)} aria-describedby="rule-json-error"></textarea>
       <p id="rule-json-error" class="field-error" role="alert">${jsonError ? `Not valid JSON: ${jsonError}` : ''}</p>
