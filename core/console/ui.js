@@ -167,15 +167,40 @@ export function Level({ level }) {
   return html`<span class=${`badge level-${String(level).toLowerCase()}`}>${level}</span>`;
 }
 
-/** A two-step button: the first press asks, the second does it. No modal dialogs. */
+/**
+ * A two-step button: the first press asks, the second does it. No modal dialogs. The question
+ * replaces the button, so it takes the focus (a keyboard user would otherwise be left on the
+ * page's start), and Escape or Cancel puts the focus back on the button.
+ */
 export function ConfirmButton({ label, ariaLabel, confirm = 'Confirm', onConfirm, danger = true, disabled }) {
   const [asking, setAsking] = useState(false);
-  if (!asking) return html`<button type="button" class=${danger ? 'danger' : ''} aria-label=${ariaLabel} disabled=${disabled} onClick=${() => setAsking(true)}>${label}</button>`;
-  return html`<span class="confirm">
-    <button type="button" class="danger" onClick=${() => (setAsking(false), onConfirm())}>${confirm}</button>
-    <button type="button" onClick=${() => setAsking(false)}>Cancel</button>
+  const ask = useRef();
+  const yes = useRef();
+  const back = useRef(false);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+    else if (back.current) ask.current?.focus();
+    back.current = false;
+  }, [asking]);
+  const answer = (confirmed) => {
+    back.current = true;
+    setAsking(false);
+    if (confirmed) onConfirm();
+  };
+  if (!asking) return html`<button type="button" ref=${ask} class=${danger ? 'danger' : ''} aria-label=${ariaLabel} disabled=${disabled} onClick=${() => setAsking(true)}>${label}</button>`;
+  return html`<span class="confirm" onKeyDown=${(e) => e.key === 'Escape' && (e.preventDefault(), e.stopPropagation(), answer(false))}>
+    <button type="button" ref=${yes} class="danger" onClick=${() => answer(true)}>${confirm}</button>
+    <button type="button" onClick=${() => answer(false)}>Cancel</button>
   </span>`;
 }
+
+/** Escape pressed within: for a form opened in place, which it closes. */
+export const onEscape = (handler) => (e) => {
+  if (e.key === 'Escape' && !e.defaultPrevented) {
+    e.preventDefault();
+    handler();
+  }
+};
 
 /**
  * A file name made of `parts` (an id among them) that every system takes as it is: letters,

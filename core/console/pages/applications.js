@@ -1,10 +1,13 @@
-import { html, useState } from '../lib.js';
+import { html, useEffect, useRef, useState } from '../lib.js';
 import { api, get, seg, session } from '../api.js';
-import { Check, clip, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Select, Table, TextInput, splitList, useLoad, when } from '../ui.js';
+import { Check, clip, ConfirmButton, ErrorBox, fmt, Loading, Notice, onEscape, PageTitle, Select, Table, TextInput, splitList, useLoad, when } from '../ui.js';
 
 /** The new key, shown once: it lives in this component only and is gone once dismissed. */
 function NewKey({ application, apiKey, rolled, own, onDone }) {
   const [copied, setCopied] = useState();
+  // Shown above the page's forms: the focus goes to the key itself (which selects it), or a
+  // keyboard or screen-reader user would not learn it is there.
+  useEffect(() => document.getElementById('new-api-key')?.focus(), [apiKey]);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(apiKey);
@@ -72,7 +75,9 @@ function EditApplication({ application, signedInAs, onSaved, onRolled, onClose }
       setError(err);
     }
   };
-  return html`<form class="card" onSubmit=${save} aria-labelledby="edit-app">
+  // Opened in place from a row's Change: the focus comes into the form, Escape closes it.
+  useEffect(() => document.getElementById('edit-app-name')?.focus(), []);
+  return html`<form class="card" onSubmit=${save} aria-labelledby="edit-app" onKeyDown=${onEscape(onClose)}>
     <h2 id="edit-app" class="clamp" title=${application.name}>Change ${application.name}</h2>
     <p class="muted small">Its id and its history in the activity log stay. Every vault process applies a change within a second.</p>
     <div class="row">
@@ -105,6 +110,12 @@ export function Applications({ admin, applicationId }) {
   const [error, setError] = useState();
   const [notice, setNotice] = useState();
   const [editing, setEditing] = useState();
+  // The row's Change button that opened the form: where the focus goes back to once it closes.
+  const opener = useRef();
+  const refocus = (fallback) => {
+    const target = opener.current?.isConnected ? opener.current : document.getElementById(fallback);
+    target?.focus();
+  };
 
   const create = async (e) => {
     e.preventDefault();
@@ -132,17 +143,28 @@ export function Applications({ admin, applicationId }) {
 
   return html`<section>
     <${PageTitle} sub="Who may call the vault, and which attributes each may touch.">Applications</${PageTitle}>
-    ${created ? html`<${NewKey} ...${created} onDone=${() => setCreated(undefined)} />` : null}
+    ${created
+      ? html`<${NewKey}
+          ...${created}
+          onDone=${() => {
+            setCreated(undefined);
+            // Back where the key was asked for: the row's Change after a roll, else the new application's form.
+            if (created.rolled) refocus('app-name');
+            else document.getElementById('app-name')?.focus();
+          }}
+        />`
+      : null}
     ${editing
       ? html`<${EditApplication}
           key=${editing.id}
           application=${editing}
           signedInAs=${applicationId}
-          onClose=${() => setEditing(undefined)}
+          onClose=${() => (setEditing(undefined), refocus('app-name'))}
           onSaved=${(changed) => {
             setEditing(undefined);
             setNotice(`${changed.name} saved.`);
             apps.reload();
+            refocus('app-name');
           }}
           onRolled=${(rolled, own) => {
             setEditing(undefined);
@@ -171,7 +193,7 @@ export function Applications({ admin, applicationId }) {
             {
               label: 'Actions',
               render: (a) => html`<span class="actions-inline">
-                <button type="button" aria-label=${`Change ${a.name}`} onClick=${() => (setNotice(undefined), setEditing(a))}>Change</button>
+                <button type="button" aria-label=${`Change ${a.name}`} onClick=${(e) => ((opener.current = e.currentTarget), setNotice(undefined), setEditing(a))}>Change</button>
                 <${ConfirmButton} label="Delete" ariaLabel=${`Delete ${a.name}`} confirm=${`Yes, delete ${a.name}`} onConfirm=${() => remove(a)} />
               </span>`,
             },

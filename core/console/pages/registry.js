@@ -1,6 +1,6 @@
-import { html, useState } from '../lib.js';
+import { html, useEffect, useRef, useState } from '../lib.js';
 import { api, get, seg } from '../api.js';
-import { Check, ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, TextInput, splitList, useLoad, when } from '../ui.js';
+import { Check, ConfirmButton, ErrorBox, fmt, Loading, Notice, onEscape, PageTitle, Table, TextInput, splitList, useLoad, when } from '../ui.js';
 
 /**
  * One registry collection: a list, a form that creates or (from a row's Edit) updates, and
@@ -12,6 +12,15 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
   const [editing, setEditing] = useState();
   const [error, setError] = useState();
   const [notice, setNotice] = useState();
+  // A row's Edit fills the form below the table: the focus follows it there and, once the
+  // edit is saved or given up, comes back to the row's Edit.
+  const opener = useRef();
+  const formRef = useRef();
+  useEffect(() => {
+    if (editing) formRef.current?.querySelector('input:not([readonly]), textarea, select')?.focus();
+    else if (opener.current?.isConnected) opener.current.focus();
+    if (!editing) opener.current = undefined;
+  }, [editing]);
   const run = async (fn) => {
     setError(undefined);
     setNotice(undefined);
@@ -42,7 +51,9 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
       const answer = await api('DELETE', `${path}/${seg(idOf(item))}`);
       setNotice(typeof answer?.data === 'string' ? answer.data : `${name} deleted.`);
     });
-  const edit = (item) => {
+  const cancel = () => (setEditing(undefined), setForm(toForm()));
+  const edit = (item, button) => {
+    opener.current = button;
     setEditing(idOf(item));
     setForm(toForm(item));
     document.getElementById(`${path.slice(1)}-form`)?.scrollIntoView({ block: 'nearest' });
@@ -61,7 +72,7 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
                 fixed(item)
                   ? html`<span class="muted small">managed by the vault</span>`
                   : html`<span class="row-actions">
-                      ${editable ? html`<button type="button" onClick=${() => edit(item)} aria-label=${`Edit ${idOf(item)}`}>Edit</button>` : null}
+                      ${editable ? html`<button type="button" onClick=${(e) => edit(item, e.currentTarget)} aria-label=${`Edit ${idOf(item)}`}>Edit</button>` : null}
                       <${ConfirmButton} label="Delete" ariaLabel=${`Delete ${idOf(item)}`} confirm=${deleting(idOf(item))} onConfirm=${() => remove(item)} /></span>`,
             },
           ]}
@@ -69,14 +80,21 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
           empty=${empty}
         />`
       : null}
-    <form class="card" id=${`${path.slice(1)}-form`} onSubmit=${submit} aria-label=${editing ? `Edit ${name}` : `New ${name}`}>
-      <h3>${editing ? html`Edit ${name.toLowerCase()} <span class="mono">${editing}</span>` : `New ${name.toLowerCase()}`}</h3>
+    <form
+      class="card"
+      id=${`${path.slice(1)}-form`}
+      ref=${formRef}
+      onSubmit=${submit}
+      onKeyDown=${editing ? onEscape(cancel) : undefined}
+      aria-label=${editing ? `Edit ${name}` : `New ${name}`}
+    >
+      <h2>${editing ? html`Edit ${name.toLowerCase()} <span class="mono">${editing}</span>` : `New ${name.toLowerCase()}`}</h2>
       <${Fields} form=${form} set=${(patch) => setForm({ ...form, ...patch })} editing=${editing} />
       <${ErrorBox} error=${error} admin=${!admin} intoView />
       <${Notice} intoView>${notice}</${Notice}>
       <div class="actions">
         <button type="submit" class="primary">${editing ? 'Save' : 'Create'}</button>
-        ${editing ? html`<button type="button" onClick=${() => (setEditing(undefined), setForm(toForm()))}>Cancel</button>` : null}
+        ${editing ? html`<button type="button" onClick=${cancel}>Cancel</button>` : null}
       </div>
     </form>
   </div>`;
