@@ -36,20 +36,23 @@ function useIntoView(message, wanted) {
 }
 
 /** An API error as the vault worded it; a 403 on an admin page says what is missing. */
-export function ErrorBox({ error, admin, intoView = false }) {
+export function ErrorBox({ error, admin, intoView = false, id }) {
   const ref = useIntoView(error, intoView);
   if (!error) return null;
   const status = error instanceof ApiError ? error.status : 0;
   const hint = status === 403 && admin ? html`<p>This needs an administrator's API key, and yours is not one.</p>` : null;
-  return html`<div class="error" role="alert" ref=${ref}>
+  return html`<div class="error" role="alert" id=${id} ref=${ref}>
     <strong>${status ? `${status} ` : ''}${error.message}</strong>${hint}
   </div>`;
 }
 
+/**
+ * A status message. The live region stays in the page while empty: a screen reader announces
+ * what is put into a region it already knows, and mostly not a region that arrives with its text.
+ */
 export function Notice({ children, kind = 'ok', intoView = false }) {
   const ref = useIntoView(children, intoView);
-  if (!children) return null;
-  return html`<div class=${`notice ${kind}`} role="status" ref=${ref}>${children}</div>`;
+  return html`<div class=${children ? `notice ${kind}` : undefined} role="status" ref=${ref}>${children || null}</div>`;
 }
 
 export function Loading({ what = 'Loading' }) {
@@ -77,11 +80,12 @@ export function Field({ label, id, hint, children }) {
  * space as nothing at all, so beneath it the text is shown once more as the rest of the console
  * shows it, markers and all.
  */
-export function TextInput({ id, label, value, onInput, hint, showHidden = false, type = 'text', ...rest }) {
+export function TextInput({ id, label, value, onInput, hint, showHidden = false, type = 'text', errorId, ...rest }) {
   const marked = showHidden ? markedIn(value ?? '') : [];
-  const describedBy = [hint && `${id}-hint`, marked.length && `${id}-marked`].filter(Boolean).join(' ');
+  // `errorId`: the message that refuses what the field holds, read out with the field and marking it invalid.
+  const describedBy = [errorId, hint && `${id}-hint`, marked.length && `${id}-marked`].filter(Boolean).join(' ');
   return html`<${Field} label=${label} id=${id} hint=${hint}>
-    <input id=${id} type=${type} value=${value ?? ''} onInput=${(e) => onInput(e.currentTarget.value)} aria-describedby=${describedBy || undefined} ...${rest} />
+    <input id=${id} type=${type} value=${value ?? ''} onInput=${(e) => onInput(e.currentTarget.value)} aria-describedby=${describedBy || undefined} aria-invalid=${errorId ? 'true' : undefined} ...${rest} />
     ${marked.length ? html`<${Marked} id=${`${id}-marked`} text=${value} chars=${marked} />` : null}
   </${Field}>`;
 }

@@ -189,7 +189,7 @@ export function Activity({ admin, id }) {
     // vault's refusal of anything else names its schema, not what a head looks like.
     const head = keptHead.trim().toLowerCase();
     if (head && !HEAD.test(head)) {
-      setError(new Error('A kept head is the sequence, a colon and 64 hex digits, as “vault activity head” prints it.'));
+      setError(Object.assign(new Error('A kept head is the sequence, a colon and 64 hex digits, as “vault activity head” prints it.'), { field: 'kept-head' }));
       return;
     }
     try {
@@ -255,11 +255,12 @@ export function Activity({ admin, id }) {
         <span class="spacer"></span>
         <button type="button" onClick=${exportCsv}>Export CSV</button>
         <label for="kept-head" class="sr-only">Kept chain head</label>
-        <input id="kept-head" class="mono kept-head" placeholder="kept head SEQUENCE:HASH (optional)" value=${keptHead} onInput=${(e) => setKeptHead(e.currentTarget.value)} />
+        <input id="kept-head" class="mono kept-head" placeholder="kept head SEQUENCE:HASH (optional)" value=${keptHead} onInput=${(e) => setKeptHead(e.currentTarget.value)}
+          aria-invalid=${error?.field === 'kept-head' ? 'true' : undefined} aria-describedby=${error?.field === 'kept-head' ? 'activity-error' : undefined} />
         <button type="button" onClick=${verify}>Verify chain</button>
       </div>
     </form>
-    <${ErrorBox} error=${error} admin=${!admin} />
+    <${ErrorBox} error=${error} admin=${!admin} id="activity-error" />
     <${Notice}>${status}</${Notice}>
     ${chain ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
     ${filters.toSequence

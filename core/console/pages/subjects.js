@@ -44,7 +44,8 @@ export function Subjects() {
     // The vault ignores a value on an attribute it keeps no blind index for: say so, rather
     // than report that no subject holds the value.
     if (definitions.data && !paths.includes(attribute.trim())) {
-      setError(new Error(`${attribute.trim()} is not an indexed attribute (or a leaf of one): only those can be searched by value.`));
+      // Said of the Attribute field, which is marked invalid and described by it.
+      setError(Object.assign(new Error(`${attribute.trim()} is not an indexed attribute (or a leaf of one): only those can be searched by value.`), { field: 's-attr' }));
       return;
     }
     try {
@@ -70,13 +71,13 @@ export function Subjects() {
       </form>
       <form class="card" onSubmit=${byValue} aria-labelledby="by-value">
         <h2 id="by-value">Find by value</h2>
-        <${TextInput} id="s-attr" label="Attribute" value=${attribute} onInput=${setAttribute} list="indexed-paths" required hint="An indexed attribute, or a leaf of one such as CONTACT.email" />
+        <${TextInput} id="s-attr" label="Attribute" value=${attribute} onInput=${setAttribute} list="indexed-paths" required errorId=${error?.field === 's-attr' ? 'search-error' : undefined} hint="An indexed attribute, or a leaf of one such as CONTACT.email" />
         <datalist id="indexed-paths">${paths.map((p) => html`<option value=${p} />`)}</datalist>
         <${TextInput} id="s-value" label="Value" value=${value} onInput=${setValue} required autocomplete="off" hint="Matched through the blind index: the vault decrypts nothing" />
         <button type="submit" class="primary" disabled=${!attribute.trim() || value === ''}>Search</button>
       </form>
     </div>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error} id="search-error" />
     ${found
       ? html`<section class="card" aria-labelledby="found"><h2 id="found">Matching subjects</h2>
           ${found.cut ? html`<${Notice} kind="warn">Only the first ${SEARCH_LIMIT} points holding this value were read: more hold it, and other subjects may too.</${Notice}>` : null}
