@@ -8,6 +8,8 @@ function NewKey({ application, apiKey, rolled, own, onDone }) {
   // Shown above the page's forms: the focus goes to the key itself (which selects it), or a
   // keyboard or screen-reader user would not learn it is there.
   useEffect(() => document.getElementById('new-api-key')?.focus(), [apiKey]);
+  // The key in a text area, not an input: on a phone-wide window it wraps instead of
+  // scrolling out of sight, and it is read off the screen when the clipboard is refused.
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(apiKey);
@@ -27,7 +29,7 @@ function NewKey({ application, apiKey, rolled, own, onDone }) {
     ${own ? html`<p><strong>This console signed in with the key it replaces, and now signs in with this one.</strong></p>` : null}
     <div class="keybox">
       <label for="new-api-key" class="sr-only">New API key</label>
-      <input id="new-api-key" class="mono" readOnly value=${apiKey} onFocus=${(e) => e.currentTarget.select()} />
+      <textarea id="new-api-key" class="mono" readOnly rows="2" spellcheck="false" value=${apiKey} onFocus=${(e) => e.currentTarget.select()}></textarea>
       <button type="button" onClick=${copy}>Copy</button>
     </div>
     <p role="status" class="muted small">${copied ?? ''}</p>
