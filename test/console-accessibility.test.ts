@@ -536,3 +536,22 @@ test.serial('a 375 px window cuts nothing off: no sideways scrolling, every cont
     await page.setViewportSize({ width: 1280, height: 800 });
   }
 });
+
+test.serial('every page has its own title, which says where the officer is (WCAG 2.4.2)', async (t) => {
+  for (const [hash, heading] of [
+    ['overview', 'Overview'],
+    ['subjects', 'Data subjects'],
+    [`subjects/${SUBJECT}`, `Subject ${SUBJECT}`],
+    ['activity', 'Activity log'],
+    ['rules/new', 'New rule'],
+    ['registry', 'Registry'],
+  ]) {
+    await open(hash, heading);
+    const until = Date.now() + 10_000;
+    while ((await page.title()) !== `${heading} – Vault console` && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    t.is(await page.title(), `${heading} – Vault console`);
+  }
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  t.is(await page.title(), 'Sign in – Vault console');
+});

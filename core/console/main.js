@@ -2,7 +2,7 @@
 // value or a key, so nothing secret reaches the address bar, history or a Referer.
 import { html, render, useEffect, useState } from './lib.js';
 import { api, ApiError, onUnauthorized, session } from './api.js';
-import { ErrorBox, PageTitle } from './ui.js';
+import { documentTitle, ErrorBox, PageTitle } from './ui.js';
 import { Overview } from './pages/overview.js';
 import { Subjects, Subject } from './pages/subjects.js';
 import { Activity } from './pages/activity.js';
@@ -49,6 +49,7 @@ const whoFrom = (application) => ({ applicationId: application.id, admin: applic
  * would hide pages from an administrator and word every refusal wrongly: ask again instead.
  */
 function WhoUnknown({ error, onRetry, onSignOut }) {
+  useEffect(() => documentTitle('Could not check the API key'), []);
   return html`<main class="signin" id="main">
     <div class="card" role="alert" aria-labelledby="unknown-title">
       <h1 id="unknown-title">The vault could not check this API key</h1>
@@ -65,6 +66,7 @@ function SignIn({ onSignedIn, onUnknown, reason }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState();
   const [busy, setBusy] = useState(false);
+  useEffect(() => documentTitle('Sign in'), []);
   const submit = async (e) => {
     e.preventDefault();
     setBusy(true);

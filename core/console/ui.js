@@ -59,11 +59,19 @@ export function Loading({ what = 'Loading' }) {
   return html`<p class="muted" aria-busy="true">${what}…</p>`;
 }
 
-/** Page heading that takes focus on arrival, so keyboard and screen-reader users land on it. */
+/**
+ * Page heading that takes focus on arrival, so keyboard and screen-reader users land on it,
+ * and names the document after it: tabs, history and assistive technology tell the pages apart.
+ */
 export function PageTitle({ children, sub, title }) {
   const ref = useRef();
   useEffect(() => ref.current?.focus(), []);
+  useEffect(() => documentTitle(ref.current?.textContent));
   return html`<header class="page-title"><h1 tabindex="-1" ref=${ref} title=${title}>${children}</h1>${sub ? html`<p class="muted">${sub}</p>` : null}</header>`;
+}
+
+export function documentTitle(what) {
+  document.title = what ? `${what} – Vault console` : 'Vault console';
 }
 
 export function Field({ label, id, hint, children }) {
