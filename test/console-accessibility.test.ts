@@ -259,6 +259,8 @@ test.serial('the activity log, its chain states and the applications have no ser
       async () => {
         await page.getByRole('button', { name: 'Show record #2' }).click();
         await page.locator('tr.highlight').waitFor();
+        // Which record is the broken one is said in words, not by the row's colour alone.
+        await page.getByRole('status').filter({ hasText: '#2 is the first that does not verify (highlighted), #1 the record before it.' }).waitFor({ timeout: 10_000 });
       },
     ],
     ['overview with a broken chain', () => open('overview', 'Overview').then(() => page.locator('[data-chain="broken"]').waitFor())],

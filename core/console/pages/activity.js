@@ -264,7 +264,10 @@ export function Activity({ admin, id }) {
     <${Notice}>${status}</${Notice}>
     ${chain ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
     ${filters.toSequence
-      ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button></${Notice}>`
+      ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}${
+          // Said in words, not by the row's colour alone (WCAG 1.4.1).
+          highlight === filters.toSequence ? `: #${highlight} is the first that does not verify (highlighted)${filters.fromSequence < highlight ? `, #${filters.fromSequence} the record before it` : ''}` : ''
+        }. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button></${Notice}>`
       : null}
     <${RangeWarning} from=${filters.from} to=${filters.to} />
     <${ErrorBox} error=${rows.error} admin=${!admin} />
