@@ -155,7 +155,7 @@ test('the request log names the route template and a keyed digest of the ids, ne
   t.is(completed.find((l) => l.route === '/activity')?.statusCode, 200);
   t.is(completed.find((l) => l.route === 'unmatched')?.statusCode, 404);
   t.true(completed.every((l) => l.url === undefined && l.req === undefined));
-  t.true(completed.every((l) => /^req-/.test(l.reqId)), 'each line names its request');
+  t.true(completed.every((l) => /^[0-9a-f-]{36}$/.test(l.reqId)), 'each line names its request');
   t.is(new Set(completed.map((l) => l.reqId)).size, completed.length, 'and each request has its own id');
   t.not(idDigester(Buffer.alloc(32, 7))(id), digest, 'the digest depends on the vault’s key');
 });

@@ -2,6 +2,7 @@
  * The HTTP layer: Fastify with declared schemas (which also make the OpenAPI document),
  * authentication, error mapping, and one encapsulated plugin per concept.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -43,6 +44,17 @@ export interface ServerOptions {
 export const REDACTED_HEADERS = ['authorization', 'x-encryption-key', 'x-decryption-key'];
 
 /**
+ * A request's id: the one a proxy in front gave it (`X-Request-Id`, nginx's `$request_id`), so
+ * one request can be followed through both logs, when it is a plain token; else a new UUID.
+ * Fastify's default (`req-1`, `req-2`, … per process) repeats across processes and restarts.
+ */
+const PLAIN_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && PLAIN_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/**
  * Node's own bounds on receiving a request. Fastify turns Node's request timeout off, which
  * lets a client that trickles a body hold its connection, and the body's buffer, forever.
  * Node looks for late requests every `connectionsCheckingInterval` (30 s by default), so a
@@ -80,6 +92,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     // Fastify's request lines would carry the raw URL, and with it the ids in the path.
     logController: new RequestLog(idDigester(vault.indexKey)),
     childLoggerFactory: requestLoggerFactory,
+    genReqId: requestId,
     // Refusals before routing (a path that is not percent-encoded UTF-8, a parameter past the
     // router's limit): Fastify's own answers would echo the path back.
     frameworkErrors: (err, _request, reply) => {
@@ -101,6 +114,12 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   app.removeContentTypeParser('text/plain');
   installJsonParser(app);
 
+  // First of the hooks, so every answer carries it, refusals included: what an operator
+  // greps the log for when a client reports a failure.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   installValidation(app);
   installErrorHandling(app);
   installAuthentication(app, vault);
