@@ -54,6 +54,40 @@ test('first start with nothing configured prints the admin key and where the pri
   t.is(still.status, 200);
 });
 
+test('a start logs one line with the version and the configuration, its secrets masked', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-started-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const port = await freePort();
+  const secrets = {
+    VAULT_ADMIN_API_KEY: `admin_${randomBytes(16).toString('hex')}`,
+    VAULT_INDEX_KEY: randomBytes(32).toString('base64'),
+    VAULT_ALERT_WEBHOOK_SECRET: `hook-secret-${randomBytes(8).toString('hex')}`,
+  };
+  const vault = start({
+    ...secrets,
+    VAULT_DATA_DIR: dataDir,
+    VAULT_PORT: String(port),
+    VAULT_ENCRYPTION_PUBLIC_KEY: testKeyPair().publicKey,
+    VAULT_ALERT_WEBHOOKS: 'https://ops:hookpassword@hooks.example/vault',
+    VAULT_LOG_LEVEL: 'info',
+  });
+  t.teardown(() => vault.child.kill('SIGKILL'));
+  await waitForHttp(`http://127.0.0.1:${port}/readyz`);
+  const lines = vault
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
+  const started = lines.filter((l) => l.msg === 'vault started');
+  t.is(started.length, 1);
+  t.is(started[0].level, 30);
+  t.is(started[0].version, JSON.parse(readFileSync(join(REPO_ROOT, 'core/package.json'), 'utf8')).version);
+  t.like(started[0].config, { port, logLevel: 'info', adminApiKey: '***', indexKey: '***', alertWebhooks: { urls: ['https://hooks.example/***'], secret: '***' } });
+  for (const secret of [...Object.values(secrets), 'hookpassword']) t.false(vault.output().includes(secret), secret);
+  vault.child.kill('SIGTERM');
+  t.is(await vault.exited, 0);
+});
+
 test('invalid configuration stops the start with a message naming the setting, before anything is created', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-invalid-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, describeConfig, loadConfig } from './config.js';
 
 test('VAULT_ALERT_WEBHOOKS and its secret are read with the rest of the configuration', (t) => {
   const config = loadConfig({ VAULT_ALERT_WEBHOOKS: 'http://a.example/x, https://b.example/y,', VAULT_ALERT_WEBHOOK_SECRET: 's' });
@@ -64,4 +64,19 @@ test('VAULT_DB: an empty sqlite path, a directory or an unreadable postgres URL 
       message: 'VAULT_DB is not a URL PostgreSQL can be reached by: postgres://user:password@host:port/database',
     });
   }
+});
+
+test('the configuration the start line shows holds no secret', (t) => {
+  const config = loadConfig({
+    VAULT_DB: 'postgres://vault:pg-password-1@db.example:5432/vault?sslpassword=ssl-secret-2',
+    VAULT_ADMIN_API_KEY: 'admin_key_secret_0123456789',
+    VAULT_ALERT_WEBHOOKS: 'https://hooks.example/services/T0/B0/webhook-token-3',
+    VAULT_ALERT_WEBHOOK_SECRET: 'webhook-secret-4',
+  });
+  const shown = describeConfig(config);
+  const text = JSON.stringify(shown);
+  for (const secret of ['pg-password-1', 'ssl-secret-2', 'admin_key_secret', 'webhook-token-3', 'webhook-secret-4']) t.false(text.includes(secret), secret);
+  t.is(shown.db, 'postgres://vault:***@db.example:5432/vault?sslpassword=***');
+  t.is(shown.adminApiKey, '***');
+  t.deepEqual(shown.alertWebhooks, { urls: ['https://hooks.example/***'], secret: '***' });
 });

@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { parsePublicKeyHeader } from './crypto/keys.js';
 import { isUsableApiKey, MAX_API_KEY_LENGTH, MIN_API_KEY_LENGTH } from './applications/api-key.js';
+import { redactUrl } from './db/connect.js';
 
 export interface LicenseConfig {
   /** Undefined: unlimited custom regulations. */
@@ -275,4 +276,26 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     tls: certPath && keyPath ? { certPath, keyPath } : undefined,
     trustProxy: trustProxy(env.VAULT_TRUST_PROXY),
   };
+}
+
+/**
+ * The configuration as the start line shows it: secrets as `***` (only whether they are set
+ * shows), passwords out of every URL; the public key is long and no secret, so its length.
+ * A webhook shows only its origin: many services take the URL's path as the credential.
+ */
+export function describeConfig(config: VaultConfig): Record<string, unknown> {
+  const set = (value: string | undefined) => (value === undefined ? undefined : '***');
+  return {
+    ...config,
+    db: redactUrl(config.db),
+    adminApiKey: set(config.adminApiKey),
+    indexKey: set(config.indexKey),
+    encryptionPublicKey: config.encryptionPublicKey === undefined ? undefined : `${config.encryptionPublicKey.length} characters`,
+    alertWebhooks: { urls: config.alertWebhooks.urls.map(webhookOrigin), secret: set(config.alertWebhooks.secret) },
+  };
+}
+
+function webhookOrigin(url: string): string {
+  const { origin, pathname, search } = new URL(url);
+  return pathname === '/' && search === '' ? origin : `${origin}/***`;
 }

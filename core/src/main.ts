@@ -3,11 +3,12 @@ import { createServer } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, describeConfig, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { buildServer } from './http/server.js';
 import { drainAndClose } from './http/shutdown.js';
 import { Vault } from './vault.js';
+import { VAULT_VERSION } from './version.js';
 
 /**
  * After the drain period, how long a stop may take: requests in flight get most of it, closing
@@ -44,6 +45,8 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env): Promise<v
   const vault = await Vault.open({ config, logger });
   const app = await buildServer(vault);
   await app.listen({ host: config.host, port: config.port });
+  // What an operator checks first when a deployment misbehaves: which release, set up how.
+  logger.info({ version: VAULT_VERSION, node: process.version, dialect: vault.dialect, config: describeConfig(config) }, 'vault started');
 
   let stopping = false;
   // Exit codes: 0 every request and the database closed cleanly; 1 something had to be cut
