@@ -157,6 +157,13 @@ export class Vault {
     this.metrics.dataKeyLookups = () => ({ hits: this.datapoints.dataKeys.hits, misses: this.datapoints.dataKeys.misses });
     const checkpointer = handle.checkpointer;
     if (checkpointer) this.metrics.meterCheckpoints(() => checkpointer.stats());
+    // On SQLite a request chains its own records: nothing ever waits.
+    if (this.dialect === 'postgres') {
+      this.metrics.meterUnsealed(async () => {
+        const row = await this.db.selectFrom('activity_pending').select('recorded_date').orderBy('id').limit(1).executeTakeFirst();
+        return row ? new Date(row.recorded_date) : undefined;
+      });
+    }
     this.keyRotation = new KeyRotation(this.db, this.keyring, this.datapoints.dataKeys, this.activity);
     this.retention = new RetentionSweeper(this.db, () => this.activity, this.logger, this.config.retentionSweepMs);
   }

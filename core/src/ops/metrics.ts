@@ -82,6 +82,34 @@ export class VaultMetrics {
   }
 
   /**
+   * PostgreSQL: seconds the oldest record not yet chained has waited, read at scrape time
+   * (`oldest` gives its recorded date). The seal-lag histogram only gets samples when a seal
+   * happens, so a sealer that stopped chaining would leave it silent; this keeps growing.
+   * A scrape waits at most a second for the database: without an answer, no value.
+   */
+  meterUnsealed(oldest: () => Promise<Date | undefined>): void {
+    new Gauge({
+      name: 'vault_activity_unsealed_oldest_age_seconds',
+      help: 'Age of the oldest activity record not yet chained into the hash chain (0 when none waits)',
+      registers: [this.registry],
+      async collect() {
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const found = await Promise.race([
+            oldest(),
+            new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), 1000))),
+          ]);
+          this.set(found ? Math.max(0, (Date.now() - found.getTime()) / 1000) : 0);
+        } catch {
+          this.reset();
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    });
+  }
+
+  /**
    * The checkpoint thread's counters, registered by a vault on an SQLite file only: on
    * PostgreSQL they would be series that are always empty.
    */

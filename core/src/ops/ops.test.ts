@@ -226,3 +226,29 @@ test('the vault serves HTTPS when given a certificate and key', async (t) => {
   t.is(((await res.body.json()) as any).data[0].key, 'datasubject');
   await dispatcher.close();
 });
+
+test('on PostgreSQL, metrics show how long the oldest activity record has waited for its seal, even while no seal happens', async (t) => {
+  const database = await createPostgresDatabase();
+  const v = await startTestVault({ env: { VAULT_DB: database.url } });
+  t.teardown(async () => {
+    await v.close();
+    await database.drop();
+  });
+  const age = async () => {
+    const text = String((await v.request('GET', '/metrics', { apiKey: null })).body);
+    const found = /^vault_activity_unsealed_oldest_age_seconds (\S+)$/m.exec(text);
+    return found ? Number(found[1]) : undefined;
+  };
+  await v.vault.sealer.sealAll();
+  // A sealer that stopped chaining (stuck, or its lock held elsewhere): the lag histogram gets no samples then.
+  await v.vault.sealer.stop();
+  t.is(await age(), 0, 'nothing waits');
+  t.is((await v.request('POST', '/attributes', { body: { key: 'NOTE', schema: 'string' } })).status, 201);
+  let waited = (await age()) ?? 0;
+  const deadline = Date.now() + 30_000;
+  while (waited < 1.5 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+    waited = (await age()) ?? 0;
+  }
+  t.true(waited >= 1.5);
+});
