@@ -12,6 +12,7 @@ import { EventProducer } from './queue/producer.js';
 import { ReverseProxy } from './reverse/proxy.js';
 import { loadRoutesFile } from './reverse/routes-file.js';
 import { buildServer } from './server.js';
+import { SIDECAR_VERSION } from './version.js';
 
 export { ConfigError, loadConfig, resolveConfig, defaults, envNames, type SidecarConfig, type SidecarConfigInput } from './config.js';
 export type { ExternalActivityEvent, StampedEvent, EventType } from './ingest/event.js';
@@ -56,7 +57,7 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
   const config = resolveConfig(input);
   const routes = config.upstream ? loadRoutesFile(config.routesFile!) : undefined;
   const log = options.logger ?? createLogger(config.logLevel);
-  log.info({ config: describeConfig(config) }, 'starting sidecar');
+  log.info({ version: SIDECAR_VERSION, node: process.version, config: describeConfig(config) }, 'starting sidecar');
 
   const metrics = new SidecarMetrics();
   const producerRedis = connect(config.redisUrl, 'producer');

@@ -35,6 +35,11 @@ export class SidecarMetrics {
     labelNames: ['state'] as const,
     registers: [this.registry],
   });
+  readonly oldestEventAge = new Gauge({
+    name: 'sidecar_oldest_event_age_seconds',
+    help: 'Seconds the oldest event not yet acknowledged by the vault has been queued (0 when none waits); read on scrape',
+    registers: [this.registry],
+  });
   readonly bufferedEvents = new Gauge({
     name: 'sidecar_buffered_events',
     help: 'Events taken from the queue by this process and not yet acknowledged by the vault',

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { connect } from 'node:net';
 import { FakeVault } from './testing/fake-vault.js';
-import { cleanupRedis, freePort, getJson, makeEvent, metricValue, postEvents, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
+import { readFileSync } from 'node:fs';
+import { capturingLogger, cleanupRedis, freePort, getJson, makeEvent, metricValue, postEvents, repoRoot, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
 
 test('healthz, readyz and Prometheus metrics', async (t) => {
   const prefix = uniquePrefix('server');
@@ -94,6 +95,46 @@ test('a SIDECAR_VAULT_URL answering 200 with something other than the vault\'s a
   t.like(refused.body, { status: 'ready', vault: "refuses the sidecar (http 200, not the vault's answer): check SIDECAR_VAULT_URL" });
   t.is(await metricValue(sidecar.url, 'sidecar_events_delivered_total'), 0);
   t.is(await metricValue(sidecar.url, 'sidecar_buffered_events'), 1, 'the event still held, for the right vault');
+});
+
+test('a vault that cannot be reached shows in /readyz, and the oldest undelivered event\'s age in metrics', async (t) => {
+  const prefix = uniquePrefix('server-vault-away');
+  const sidecar = await startTestSidecar({ apiKey: 'k', vaultUrl: `http://127.0.0.1:${await freePort()}`, prefix, batchMs: 0 });
+  t.teardown(async () => {
+    await sidecar.close();
+    await cleanupRedis(prefix);
+  });
+  t.is(await metricValue(sidecar.url, 'sidecar_oldest_event_age_seconds'), 0, 'nothing waits');
+  t.is((await postEvents(sidecar.url, [makeEvent(1)])).status, 202);
+  const away = await waitFor(async () => {
+    const r = await getJson(`${sidecar.url}/readyz`);
+    return r.body.vault ? r : undefined;
+  }, { message: 'the vault shown unreachable' });
+  t.is(away.status, 200, 'still ready: events are taken and wait in Redis');
+  t.like(away.body, { status: 'ready', vault: 'unreachable (econnrefused): retrying' });
+  const age = await waitFor(async () => {
+    const seconds = await metricValue(sidecar.url, 'sidecar_oldest_event_age_seconds');
+    return seconds >= 1.5 ? seconds : undefined;
+  }, { message: 'the waiting event ages' });
+  t.true(age >= 1.5);
+  t.true((await metricValue(sidecar.url, 'sidecar_delivery_retries_total')) > 0);
+});
+
+test('a start logs the version and the configuration, its secrets masked', async (t) => {
+  const prefix = uniquePrefix('server-start');
+  const { logger, lines } = capturingLogger('info');
+  const sidecar = await startTestSidecar({ apiKey: 'sidecar-key-secret-1', ingestToken: 'ingest-token-secret-2', prefix }, { logger });
+  t.teardown(async () => {
+    await sidecar.close();
+    await cleanupRedis(prefix);
+  });
+  const started = lines.filter((l) => l.msg === 'starting sidecar');
+  t.is(started.length, 1);
+  t.is(started[0].version, JSON.parse(readFileSync(`${repoRoot}/proxy/package.json`, 'utf8')).version);
+  t.like(started[0].config as object, { apiKey: '[redacted]', ingestTokenSet: true });
+  const text = JSON.stringify(lines);
+  t.false(text.includes('sidecar-key-secret-1'));
+  t.false(text.includes('ingest-token-secret-2'));
 });
 
 test('not ready while Redis is unreachable, but alive', async (t) => {

@@ -69,6 +69,9 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     if (refusal) {
       const check = refusal.endsWith(NOT_THE_VAULT) ? 'SIDECAR_VAULT_URL' : 'SIDECAR_API_KEY';
       Object.assign(body, { vault: `refuses the sidecar (${refusal}): check ${check}` });
+    } else if (worker.vaultFailure) {
+      const failure = worker.vaultFailure;
+      Object.assign(body, { vault: failure.startsWith('http ') ? `answers ${failure}: retrying` : `unreachable (${failure}): retrying` });
     }
     return reply.code(ready ? 200 : 503).send(body);
   });
@@ -81,6 +84,7 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
       }),
       withTimeout(deadLetters.count(), 1000, 'dead-letter count').then((n) => metrics.deadLetterDepth.set(n)),
       producer.outOfMemory().then((full) => metrics.redisOutOfMemory.set(full ? 1 : 0)),
+      producer.oldestEventAge().then((seconds) => metrics.oldestEventAge.set(seconds)),
     ]);
     metrics.bufferedEvents.set(worker.buffered);
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());

@@ -49,6 +49,11 @@ export class Deliverer {
    * batch goes through again; `/readyz` shows it, since events only pile up in Redis meanwhile.
    */
   refusedBy: string | undefined;
+  /**
+   * Why the last attempt failed when the vault could not be reached or asked for a retry
+   * (`econnrefused`, `http 503`), until a batch goes through again: shown by `/readyz`.
+   */
+  failingWith: string | undefined;
 
   constructor(
     private readonly vault: VaultSender,
@@ -145,6 +150,7 @@ export class Deliverer {
       outcome.requests++;
       stop({ outcome: result.kind === 'retry' ? result.reason : result.kind });
       this.refusedBy = result.kind === 'retry' && result.configuration ? result.reason : undefined;
+      this.failingWith = result.kind === 'retry' && !result.configuration ? result.reason : undefined;
       if (result.kind !== 'retry') return result;
       if (maxRetries !== undefined && attempt > maxRetries) return { kind: 'exhausted', last: result, attempts: attempt };
       this.metrics.retries.inc({ reason: result.reason });

@@ -120,6 +120,11 @@ export class DeliveryWorker {
     return this.deliverer.refusedBy;
   }
 
+  /** Why the vault could not be reached (`econnrefused`, `http 503`), while it cannot. */
+  get vaultFailure(): string | undefined {
+    return this.deliverer.failingWith;
+  }
+
   get state(): WorkerState {
     return this._state;
   }

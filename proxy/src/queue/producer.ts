@@ -185,6 +185,20 @@ export class EventProducer {
     return withTimeout(this.queue.getJobCounts('waiting', 'active', 'delayed', 'paused'), 1000, 'job counts');
   }
 
+  /**
+   * Seconds the oldest event not yet delivered has been in the queue (0 when none is): the
+   * oldest job of each state, and the other end of the active list, whose order claims change.
+   */
+  async oldestEventAge(): Promise<number> {
+    const jobs = await withTimeout(
+      Promise.all([this.queue.getJobs(['active', 'waiting', 'delayed', 'paused', 'prioritized'], 0, 0, true), this.queue.getJobs(['active'], 0, 0, false)]),
+      1000,
+      'oldest job',
+    );
+    const oldest = Math.min(...jobs.flat().map((job) => job.timestamp));
+    return Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0;
+  }
+
   /** Closes the queue and ends the Redis connection it was given. */
   async close(): Promise<void> {
     await closeWithConnection(this.queue, this.redis);
