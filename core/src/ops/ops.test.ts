@@ -252,3 +252,33 @@ test('on PostgreSQL, metrics show how long the oldest activity record has waited
   }
   t.true(waited >= 1.5);
 });
+
+test('hostile paths, methods and ids add no series: labels hold route templates and bounded values only', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  const scrape = async () => String((await v.request('GET', '/metrics', { apiKey: null })).body);
+  const series = (text: string) => text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+  const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
+  const fire = async (round: number) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 500; i++) {
+      const id = `${round}-${i}-${Math.random().toString(36).slice(2)}`;
+      ids.push(id);
+      const method = methods[i % methods.length];
+      const path = [`/data/${id}`, `/no/such/route/${id}`, `/entities/${id}/attributes`, `/applications/${id}`, `/rules/${id}`][i % 5];
+      await v.request(method, path, { apiKey: i % 3 === 0 ? `key-${id}-0000000000` : undefined });
+    }
+    return ids;
+  };
+  await fire(0);
+  // The first scrape is itself a request: counted from the second on.
+  await scrape();
+  const before = series(await scrape());
+  const ids = await fire(1);
+  const text = await scrape();
+  t.is(series(text), before, 'another 500 random paths added no series');
+  t.false(ids.some((id) => text.includes(id)), 'no path id in a label');
+  const routes = new Set([...text.matchAll(/route="([^"]*)"/g)].map((m) => m[1]));
+  for (const route of routes) t.regex(route, /^(unmatched|\/[\w/:.*-]*)$/);
+  t.true(routes.has('unmatched'));
+});
