@@ -282,3 +282,16 @@ test('hostile paths, methods and ids add no series: labels hold route templates 
   for (const route of routes) t.regex(route, /^(unmatched|\/[\w/:.*-]*)$/);
   t.true(routes.has('unmatched'));
 });
+
+test('readyz fails while a migration this release needs is not applied, and healthz stays up', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  t.is((await v.request('GET', '/readyz', { apiKey: null })).status, 200);
+  // As a database restored from before the last migration, under a running vault.
+  const last = await sql<{ name: string }>`select name from kysely_migration order by name desc limit 1`.execute(v.vault.db);
+  await sql`delete from kysely_migration where name = ${last.rows[0].name}`.execute(v.vault.db);
+  const pending = await v.request('GET', '/readyz', { apiKey: null });
+  t.is(pending.status, 503);
+  t.deepEqual(pending.body, { status: 'unavailable', reason: 'migrations pending' });
+  t.is((await v.request('GET', '/healthz', { apiKey: null })).status, 200);
+});
