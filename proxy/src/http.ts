@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -201,3 +202,15 @@ export function receiving(requestTimeoutMs: number): { requestTimeout: number; h
     http: { headersTimeout: Math.min(60_000, requestTimeoutMs), connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeoutMs / 4))) },
   };
 }
+
+/**
+ * A request's id, as the vault gives it (core/src/http/server.ts): the caller's or a proxy's
+ * `X-Request-Id` when it is a plain token, else a new UUID. Fastify's default (`req-1`, …)
+ * repeats across processes and restarts.
+ */
+const PLAIN_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+export function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && PLAIN_REQUEST_ID.test(given) ? given : randomUUID();
+}
+

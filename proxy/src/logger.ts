@@ -24,11 +24,22 @@ export const redactPaths = [
   '*.events',
 ];
 
+/**
+ * What of an error a log line keeps: what failed and where, never what it held (an error may
+ * carry the request's events among its own properties). Anything but an Error stays as given.
+ */
+export function logSafeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const code = (err as { code?: unknown }).code;
+  return { type: err.name, message: err.message, stack: err.stack, ...(typeof code === 'string' ? { code } : {}) };
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       name: 'vault-sidecar',
       level,
+      serializers: { err: logSafeError },
       redact: { paths: redactPaths, censor: '[redacted]' },
     },
     destination,

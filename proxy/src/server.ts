@@ -6,7 +6,7 @@ import type { DeadLetterQueue } from './delivery/dead-letters.js';
 import { NOT_THE_VAULT } from './delivery/vault-client.js';
 import type { DeliveryWorker } from './delivery/worker.js';
 import { installIngestAuth } from './auth.js';
-import { answerClientError, describeFailure, discardBody, errorBody, installJsonParser, receiving, refuseOversizedContinue } from './http.js';
+import { answerClientError, describeFailure, discardBody, errorBody, installJsonParser, receiving, refuseOversizedContinue, requestId } from './http.js';
 import { registerIngestRoutes } from './ingest/routes.js';
 import type { SidecarMetrics } from './metrics.js';
 import { withTimeout } from './queue/connection.js';
@@ -33,15 +33,21 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
     // bounded only by the request line's own limit, so any other id is simply not found.
     routerOptions: { maxParamLength: 65_536 },
     forceCloseConnections: 'idle',
+    genReqId: requestId,
     clientErrorHandler: answerClientError,
     ...receiving(config.requestTimeoutMs),
   });
 
   refuseOversizedContinue(app.server, config.bodyLimit);
+  // First, so every answer carries it, refusals included: the id of the request's log lines.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   installJsonParser(app);
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
     const { statusCode, message } = describeFailure(err);
-    if (statusCode >= 500) request.log.error({ err: err.message }, 'request failed');
+    if (statusCode >= 500) request.log.error({ err }, 'request failed');
     if (statusCode === 413) await discardBody(request.raw);
     const body = errorBody(statusCode, message);
     // Keep the ingest answer shape even when the body could not be parsed.
