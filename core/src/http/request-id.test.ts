@@ -18,8 +18,10 @@ test('every answer carries X-Request-Id, the reqId of its log line', async (t) =
     await v.request('GET', '/no/such/route'),
     await v.request('POST', '/entitytypes', { payload: '{"broken', headers: { 'content-type': 'application/json' } }),
     await v.request('GET', '/healthz', { apiKey: null }),
+    // Refused before routing: a path that is not percent-encoded UTF-8.
+    await v.request('GET', '/data/%ff%fe'),
   ];
-  t.deepEqual(answers.map((a) => a.status), [200, 401, 404, 400, 200]);
+  t.deepEqual(answers.map((a) => a.status), [200, 401, 404, 400, 200, 400]);
   const ids = answers.map((a) => String(a.headers['x-request-id'] ?? ''));
   for (const [i, id] of ids.entries()) {
     t.regex(id, /^[0-9a-f-]{36}$/, `answer ${i}`);
@@ -28,6 +30,8 @@ test('every answer carries X-Request-Id, the reqId of its log line', async (t) =
     t.is(line?.statusCode, answers[i].status);
   }
   t.is(new Set(ids).size, ids.length, 'each request its own id');
+  const metrics = String((await v.request('GET', '/metrics', { apiKey: null })).body);
+  t.regex(metrics, /^vault_http_requests_total\{method="GET",route="unmatched",status="400"\} 1$/m, 'the request refused before routing is counted');
 });
 
 test("a proxy's X-Request-Id is kept when it is a plain token, replaced otherwise", async (t) => {

@@ -95,10 +95,16 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
     genReqId: requestId,
     // Refusals before routing (a path that is not percent-encoded UTF-8, a parameter past the
     // router's limit): Fastify's own answers would echo the path back.
-    frameworkErrors: (err, _request, reply) => {
+    frameworkErrors: (err, request, reply) => {
       const known: Record<string, string> = { FST_ERR_BAD_URL: 'Path is not valid UTF-8', FST_ERR_MAX_PARAM_LENGTH: 'Path parameter is too long' };
       const status = known[err.code] ? 400 : (err.statusCode ?? 500);
-      void (reply as FastifyReply).code(status).send(errorBody(status, known[err.code] ?? STATUS_CODES[status] ?? 'Error'));
+      void (reply as FastifyReply).code(status).header('x-request-id', request.id).send(errorBody(status, known[err.code] ?? STATUS_CODES[status] ?? 'Error'));
+      // Neither the hooks nor the request log see a request refused before routing: counted
+      // and logged here, as any other (the path is what was wrong with it: never shown).
+      const labels = { method: request.method, route: 'unmatched', status: String(status) };
+      vault.metrics.requests.inc(labels);
+      vault.metrics.latency.observe(labels, (reply as FastifyReply).elapsedTime / 1000);
+      request.log.info({ method: request.method, route: 'unmatched', statusCode: status }, 'request completed');
     },
   }) as unknown as FastifyInstance;
   if (vault.config.trustProxy === true) {
