@@ -81,6 +81,7 @@ test('a start logs one line with the version and the configuration, its secrets 
   const started = lines.filter((l) => l.msg === 'vault started');
   t.is(started.length, 1);
   t.is(started[0].level, 30);
+  t.true(lines.every((l) => l.level >= 30), 'nothing below VAULT_LOG_LEVEL=info');
   t.is(started[0].version, JSON.parse(readFileSync(join(REPO_ROOT, 'core/package.json'), 'utf8')).version);
   t.like(started[0].config, { port, logLevel: 'info', adminApiKey: '***', indexKey: '***', alertWebhooks: { urls: ['https://hooks.example/***'], secret: '***' } });
   for (const secret of [...Object.values(secrets), 'hookpassword']) t.false(vault.output().includes(secret), secret);

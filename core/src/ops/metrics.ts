@@ -63,6 +63,7 @@ export class VaultMetrics {
   });
   readonly activitySealed = new Counter({ name: 'vault_activity_sealed_total', help: 'Activity records chained by this process', registers: [this.registry] });
   readonly dataKeyCacheHitRatio: Gauge;
+  readonly dataKeyCacheLookups: Counter;
   /** Set by the vault to the data-key cache's counters. */
   dataKeyLookups: () => { hits: number; misses: number } = () => ({ hits: 0, misses: 0 });
 
@@ -77,6 +78,18 @@ export class VaultMetrics {
       collect() {
         const { hits, misses } = self.dataKeyLookups();
         this.set(hits + misses === 0 ? 0 : hits / (hits + misses));
+      },
+    });
+    this.dataKeyCacheLookups = new Counter({
+      name: 'vault_data_key_cache_lookups_total',
+      help: 'Data key lookups for reads, by whether memory answered them (hit) or the key had to be unwrapped (miss)',
+      labelNames: ['result'] as const,
+      registers: [this.registry],
+      collect() {
+        const { hits, misses } = self.dataKeyLookups();
+        this.reset();
+        this.inc({ result: 'hit' }, hits);
+        this.inc({ result: 'miss' }, misses);
       },
     });
   }

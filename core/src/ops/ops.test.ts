@@ -85,6 +85,9 @@ test('metrics count operations by route template and kind, never by id, key or v
   t.regex(text, /vault_rule_evaluations_total\{type="data"\} 1/);
   // The first read unwrapped the data key; the second found it in memory.
   t.regex(text, /vault_data_key_cache_hit_ratio 0\.5/);
+  // Counters too, so a rate over the last minutes shows misses the ratio since start would hide.
+  t.regex(text, /^vault_data_key_cache_lookups_total\{result="hit"\} 1$/m);
+  t.regex(text, /^vault_data_key_cache_lookups_total\{result="miss"\} 1$/m);
   for (const secret of [secretId, secretValue, pointId, v.adminKey, v.keys.privateKey.slice(0, 40), v.keys.publicKey.slice(0, 40)]) {
     t.false(text.includes(secret), secret);
   }
