@@ -213,4 +213,3 @@ export function requestId(request: { headers: Record<string, string | string[] |
   const given = request.headers['x-request-id'];
   return typeof given === 'string' && PLAIN_REQUEST_ID.test(given) ? given : randomUUID();
 }
-
