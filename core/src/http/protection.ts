@@ -1,6 +1,6 @@
 /**
- * What every answer carries and what every caller is held to: security headers, no
- * caching of personal data, per-application rate limits, and a brake on key guessing.
+ * What every answer carries and what every caller is held to: security headers, its request
+ * id, no caching of personal data, per-application rate limits, and a brake on key guessing.
  */
 import helmet from 'helmet';
 import rateLimit from '@fastify/rate-limit';
@@ -14,8 +14,11 @@ export async function installProtection(app: FastifyInstance, config: VaultConfi
   const headers = Object.entries({ ...securityHeaders(), 'cache-control': 'no-store' });
   // Hooks on every answer take a callback: an async one costs a promise and a turn of the
   // microtask queue per request.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     for (const [name, value] of headers) if (!reply.hasHeader(name)) reply.header(name, value);
+    // The id of the answer's log lines, refusals' included: what an operator greps the log for
+    // when a client reports a failure.
+    reply.header('x-request-id', request.id);
     done(null, payload);
   });
 

@@ -120,12 +120,6 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
   app.removeContentTypeParser('text/plain');
   installJsonParser(app);
 
-  // First of the hooks, so every answer carries it, refusals included: what an operator
-  // greps the log for when a client reports a failure.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
   installValidation(app);
   installErrorHandling(app);
   installAuthentication(app, vault);
