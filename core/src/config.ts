@@ -285,14 +285,35 @@ export function loadConfig(env: Env = process.env): VaultConfig {
  */
 export function describeConfig(config: VaultConfig): Record<string, unknown> {
   const set = (value: string | undefined) => (value === undefined ? undefined : '***');
-  return {
-    ...config,
+  // Member by member, never a spread: a setting added later must be described here (the type
+  // asks for every key) before it can reach the log, so a new secret is not logged by default.
+  const described: { [K in keyof Required<VaultConfig>]: unknown } = {
+    host: config.host,
+    port: config.port,
+    dataDir: config.dataDir,
     db: redactUrl(config.db),
+    dbPoolSize: config.dbPoolSize,
+    dbConnectTimeoutMs: config.dbConnectTimeoutMs,
+    dbStatementTimeoutMs: config.dbStatementTimeoutMs,
+    sqliteCacheMb: config.sqliteCacheMb,
+    dataKeyCacheSize: config.dataKeyCacheSize,
+    decryptThreads: config.decryptThreads,
     adminApiKey: set(config.adminApiKey),
-    indexKey: set(config.indexKey),
     encryptionPublicKey: config.encryptionPublicKey === undefined ? undefined : `${config.encryptionPublicKey.length} characters`,
+    indexKey: set(config.indexKey),
     alertWebhooks: { urls: config.alertWebhooks.urls.map(webhookOrigin), secret: set(config.alertWebhooks.secret) },
+    retentionSweepMs: config.retentionSweepMs,
+    bodyLimit: config.bodyLimit,
+    requestTimeoutMs: config.requestTimeoutMs,
+    logLevel: config.logLevel,
+    license: config.license,
+    trustProxy: config.trustProxy,
+    rateLimit: config.rateLimit,
+    authFailures: config.authFailures,
+    shutdownGraceMs: config.shutdownGraceMs,
+    tls: config.tls,
   };
+  return described;
 }
 
 function webhookOrigin(url: string): string {
