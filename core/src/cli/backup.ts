@@ -1,7 +1,7 @@
 /** `vault backup` and `vault restore`: online backups of either database, and their restore. */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../config.js';
 import { conflict } from '../errors.js';
@@ -11,6 +11,7 @@ import type { DialectName } from '../db/dialect.js';
 import type { ChildProcess } from 'node:child_process';
 import { withVault, type Command } from './command.js';
 import { restoredIndexKeyWarning } from './restore-key.js';
+import { backupDialect, dumpMigrations, isVaultDatabase, isVaultDump, refuseNewerRelease, sqliteBackupMigrations } from './backup-files.js';
 
 export const backupCommands: Record<string, Command> = {
   backup: {
@@ -189,34 +190,7 @@ function refuseIfOpen(path: string): void {
   if (openElsewhere(path)) throw conflict(`${path} is open in another process (a running vault?): stop it before restoring`);
 }
 
-/** Whether the file is a vault's SQLite database: checked before it replaces the one in use. */
-function isVaultDatabase(path: string): boolean {
-  let probe: Database.Database | undefined;
-  try {
-    probe = new Database(path, { readonly: true, fileMustExist: true });
-    const tables = probe.prepare("select name from sqlite_master where type = 'table' and name in ('kysely_migration', 'activity_log', 'datapoints')").pluck().all();
-    return tables.length === 3;
-  } catch {
-    return false;
-  } finally {
-    probe?.close();
-  }
-}
-
 const DIALECT_NAMES: Record<DialectName, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
-
-/** Which database made a backup, from its first bytes: SQLite's file header, or pg_dump's custom format. */
-function backupDialect(source: string): DialectName | undefined {
-  const head = Buffer.alloc(16);
-  const fd = openSync(source, 'r');
-  try {
-    readSync(fd, head, 0, head.length, 0);
-  } finally {
-    closeSync(fd);
-  }
-  if (head.equals(Buffer.from('SQLite format 3\0'))) return 'sqlite';
-  return head.subarray(0, 5).toString('latin1') === 'PGDMP' ? 'postgres' : undefined;
-}
 
 export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const configured: DialectName = dbUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
@@ -230,6 +204,7 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     const path = dbUrl.slice('sqlite:'.length);
     if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
     if (!isVaultDatabase(source)) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
+    refuseNewerRelease(source, sqliteBackupMigrations(source));
     refuseIfOpen(path);
     // Onto a new machine: the directory is made as a start makes it, private to its owner.
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -247,21 +222,9 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     return;
   }
   if (!(await isVaultDump(source, env))) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
+  refuseNewerRelease(source, await dumpMigrations(source, env));
   await refuseRestoreInto(dbUrl);
   await restoreInOneTransaction(dbUrl, source, env);
-}
-
-/** Whether a file is a pg_dump archive holding a vault (its migration table), asked of pg_restore. */
-async function isVaultDump(source: string, env: NodeJS.ProcessEnv): Promise<boolean> {
-  const { execFileSync } = await import('node:child_process');
-  let contents: string;
-  try {
-    contents = execFileSync('pg_restore', ['--list', source], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 });
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENOENT') throw new Error('pg_restore is not installed (it comes with the PostgreSQL client tools)');
-    return false;
-  }
-  return /^\d+; \d+ \d+ TABLE \S+ kysely_migration /m.test(contents);
 }
 
 /**

@@ -611,7 +611,44 @@ test('a database a newer release migrated: every verb but backup refuses it, nam
   t.is(applications.length, 1, 'nothing was created');
   // The way back is copied whatever release made it.
   const backup = io(env);
-  t.is(await runCli(['backup', '--to', join(env.VAULT_DATA_DIR, 'newer.db')], backup.io), 0, backup.err.join('\n'));
+  const newer = join(env.VAULT_DATA_DIR, 'newer.db');
+  t.is(await runCli(['backup', '--to', newer], backup.io), 0, backup.err.join('\n'));
+
+  // Restored by this release, it would have replaced a working vault with one it refuses.
+  const current = dataDir(t);
+  t.is(await runCli(['migrate'], io(current).io), 0);
+  const restore = io(current);
+  t.is(await runCli(['restore', '--from', newer], restore.io), 1);
+  t.deepEqual(restore.err, [`${newer} was made by a newer release of the vault (9999_from_a_newer_release, unknown to this one): restore it with that release; nothing was changed`]);
+  t.is(await runCli(['keys', 'list'], io(current).io), 0, 'the vault is as it was');
+});
+
+test('PostgreSQL: a backup of a database a newer release migrated is not restored by this release, which changes nothing', async (t) => {
+  const database = await createPostgresDatabase();
+  const newer = await createPostgresDatabase();
+  t.teardown(async () => {
+    await database.drop();
+    await newer.drop();
+  });
+  const env: Record<string, string> = { ...dataDir(t), VAULT_DB: database.url };
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const newerEnv = { ...env, VAULT_DB: newer.url };
+  t.is(await runCli(['migrate'], io(newerEnv).io), 0);
+  const client = new pg.Client({ connectionString: newer.url });
+  await client.connect();
+  t.teardown(() => client.end());
+  await client.query(`insert into kysely_migration (name, timestamp) values ('9999_from_a_newer_release', now()::text)`);
+  const dump = join(env.VAULT_DATA_DIR, 'newer.dump');
+  t.is(await runCli(['backup', '--to', dump], io(newerEnv).io), 0);
+  const own = join(env.VAULT_DATA_DIR, 'own.dump');
+  t.is(await runCli(['backup', '--to', own], io(env).io), 0);
+
+  const refused = io(env);
+  t.is(await runCli(['restore', '--from', dump], refused.io), 1);
+  t.deepEqual(refused.err, [`${dump} was made by a newer release of the vault (9999_from_a_newer_release, unknown to this one): restore it with that release; nothing was changed`]);
+  t.is(await runCli(['keys', 'list'], io(env).io), 0, 'the vault is as it was');
+  // A backup of this release's own is restored as before.
+  t.is(await runCli(['restore', '--from', own], io(env).io), 0);
 });
 
 test('upgrading: the new release backs up a database an older release left, as it is, before migrating it', async (t) => {
