@@ -42,11 +42,20 @@ function listOperator(value: unknown, label: string, allowAll: boolean): ListOpe
   throw badRequest(`Unsupported ${label.toLowerCase()} list operator`);
 }
 
-function nameList(value: unknown, message: string): string[] {
-  if (!Array.isArray(value) || value.length > MAX_LIST || !value.every((v) => typeof v === 'string' && v.length > 0 && !longerThan(v, MAX_NAME))) {
-    throw badRequest(message);
-  }
+/**
+ * A list of names as the interface's `Constraint [label] list must be specified as an array`
+ * describes it: anything but an array of strings gets that message; a name of the wrong length
+ * or too many of them get one that says so, since the list itself is an array.
+ */
+function nameList(value: unknown, label: string): string[] {
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw badRequest(`Constraint ${label} list must be specified as an array`);
+  if (value.length > MAX_LIST) throw badRequest(`Constraint ${label} list may hold at most ${MAX_LIST} names`);
+  if (!value.every(isName)) throw badRequest(`Constraint ${label} names must be 1 to ${MAX_NAME} characters`);
   return [...new Set(value as string[])];
+}
+
+function isName(value: string): boolean {
+  return value.length > 0 && !longerThan(value, MAX_NAME);
 }
 
 /** A rule's attribute name, checked on save: its definition must exist, and a `KEY.sub` path must be in its schema. */
@@ -84,19 +93,19 @@ function constraintByType(input: Json, type: string, ruleType: RuleType, refs: R
     }
     case 'attribute': {
       const operator = listOperator(input.operator, 'Attribute', false);
-      const attributes = nameList(input.attributes, 'Constraint attribute list must be specified as an array');
+      const attributes = nameList(input.attributes, 'attribute');
       for (const a of attributes) addAttribute(refs, a);
       return { type, operator, attributes };
     }
     case 'tag': {
       const operator = listOperator(input.operator, 'Tag', true);
-      const tags = nameList(input.tags, 'Constraint tag list must be specified as an array');
+      const tags = nameList(input.tags, 'tag');
       for (const t of tags) refs.tags.add(t);
       return { type, operator, tags };
     }
     case 'regulation': {
       const operator = listOperator(input.operator, 'Regulation', true);
-      const regulations = nameList(input.regulations, 'Constraint regulation list must be specified as an array');
+      const regulations = nameList(input.regulations, 'regulation');
       for (const r of regulations) refs.regulations.add(r);
       return { type, operator, regulations };
     }
@@ -104,7 +113,7 @@ function constraintByType(input: Json, type: string, ruleType: RuleType, refs: R
     case 'geo':
       return parseGeolocation(input);
     case 'entityType': {
-      const entityTypes = nameList(input.entityTypes, 'Constraint entity type list must be specified as an array');
+      const entityTypes = nameList(input.entityTypes, 'entity type');
       for (const t of entityTypes) refs.entityTypes.add(t);
       return { type, entityTypes: new Set(entityTypes) };
     }
@@ -120,7 +129,7 @@ function constraintByType(input: Json, type: string, ruleType: RuleType, refs: R
     }
     case 'application': {
       const operator = listOperator(input.operator, 'Application', false);
-      const applications = nameList(input.applications, 'Constraint application list must be specified as an array');
+      const applications = nameList(input.applications, 'application');
       return { type, operator, applications: new Set(applications) };
     }
     case 'eventType': {
@@ -169,9 +178,8 @@ function describe(value: unknown): string {
 
 function parseEntityValue(input: Json, refs: RuleReferences): Constraint {
   const { attribute, value } = input;
-  if (typeof attribute !== 'string' || attribute.length === 0 || longerThan(attribute, MAX_NAME)) {
-    throw badRequest('Entity value constraint attribute must be specified as a string');
-  }
+  if (typeof attribute !== 'string') throw badRequest('Entity value constraint attribute must be specified as a string');
+  if (!isName(attribute)) throw badRequest(`Entity value constraint attribute must be 1 to ${MAX_NAME} characters`);
   if (absent(value)) throw badRequest('No value specified for entity value constraint');
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
     throw badRequest('Entity value constraint value must be a string, number or boolean');
