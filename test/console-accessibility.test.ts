@@ -557,3 +557,41 @@ test.serial('every page has its own title, which says where the officer is (WCAG
   await page.getByLabel('API key').waitFor();
   t.is(await page.title(), 'Sign in – Vault console');
 });
+
+test.serial('keyboard: a confirmed delete that takes the focused row away leaves the focus beside it, not at the page start', async (t) => {
+  const vault = session.vault;
+  const ok = (answer: { status: number; body: unknown }) => t.true(answer.status < 300, JSON.stringify(answer.body));
+  for (const key of ['focus_a', 'focus_b', 'focus_c']) ok(await callVault(vault, 'POST', '/entitytypes', { key }));
+  for (const key of ['FOCUS_ONE', 'FOCUS_TWO']) ok(await callVault(vault, 'POST', '/attributes', { key, schema: 'string' }));
+  const data = [{ attribute: 'FOCUS_ONE', value: 'one' }, { attribute: 'FOCUS_TWO', value: 'two' }];
+  ok(await callVault(vault, 'POST', '/entities/focus-subject/attributes', { data }, { 'x-encryption-key': vault.keys.publicKey }));
+  const rule = { key: 'focus-rule', constraint: { type: 'attribute', operator: 'any', attributes: ['FOCUS_ONE'] }, action: { type: 'alert', message: 'x' } };
+  ok(await callVault(vault, 'POST', '/rules', rule));
+  /** Asks and confirms by keyboard, as a keyboard user does, and waits for the control to go. */
+  const confirmDelete = async (control: string, confirmation: RegExp) => {
+    await page.getByRole('button', { name: control, exact: true }).focus();
+    await page.keyboard.press('Enter');
+    t.regex(await focused(confirmation), confirmation);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: control, exact: true }).waitFor({ state: 'detached' });
+  };
+  await signIn();
+  await open('registry', 'Registry');
+  await page.getByRole('tab', { name: 'Entity types' }).click();
+  await confirmDelete('Delete focus_b', /^button Yes, delete focus_b/);
+  t.is(await focused('button Delete focus_c'), 'button Delete focus_c', "the next row's same control");
+  await confirmDelete('Delete focus_c', /^button Yes, delete focus_c/);
+  t.is(await focused('button Delete focus_a'), 'button Delete focus_a', "the last row gone: the previous row's");
+  await confirmDelete('Delete focus_a', /^button Yes, delete focus_a/);
+  t.is(await focused('div Entity types'), 'div Entity types', 'no row left to act on (datasubject is the vault’s): the list');
+
+  await open('subjects/focus-subject', 'Subject focus-subject');
+  await confirmDelete('Delete FOCUS_TWO', /^button Delete every FOCUS_TWO value/);
+  t.is(await focused('button Delete FOCUS_ONE'), 'button Delete FOCUS_ONE', "a subject's attributes: the previous one");
+  await confirmDelete('Delete FOCUS_ONE', /^button Delete every FOCUS_ONE value/);
+  t.is(await focused('h2 Legal hold and erasure'), 'h2 Legal hold and erasure', 'the list gone: its section’s heading');
+
+  await open('rules/focus-rule', 'Rule focus-rule');
+  await confirmDelete('Delete rule', /^button Delete this rule/);
+  t.is(await focused('h1 Rule focus-rule'), 'h1 Rule focus-rule', 'the rule gone with its form: the page heading');
+});

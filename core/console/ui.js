@@ -182,28 +182,105 @@ export function Level({ level }) {
 /**
  * A two-step button: the first press asks, the second does it. No modal dialogs. The question
  * replaces the button, so it takes the focus (a keyboard user would otherwise be left on the
- * page's start), and Escape or Cancel puts the focus back on the button.
+ * page's start), and Escape or Cancel puts the focus back on the button. What it confirmed
+ * may take its row away, button and all: `keepFocusNear` then puts the focus where it was.
  */
 export function ConfirmButton({ label, ariaLabel, confirm = 'Confirm', onConfirm, danger = true, disabled }) {
   const [asking, setAsking] = useState(false);
   const ask = useRef();
   const yes = useRef();
   const back = useRef(false);
+  const confirmed = useRef(false);
   useEffect(() => {
     if (asking) yes.current?.focus();
-    else if (back.current) ask.current?.focus();
+    else if (back.current) {
+      ask.current?.focus();
+      if (confirmed.current && ask.current) keepFocusNear(ask.current);
+    }
     back.current = false;
+    confirmed.current = false;
   }, [asking]);
-  const answer = (confirmed) => {
+  const answer = (yesPressed) => {
     back.current = true;
+    confirmed.current = yesPressed;
     setAsking(false);
-    if (confirmed) onConfirm();
+    if (yesPressed) onConfirm();
   };
   if (!asking) return html`<button type="button" ref=${ask} class=${danger ? 'danger' : ''} aria-label=${ariaLabel} disabled=${disabled} onClick=${() => setAsking(true)}>${label}</button>`;
   return html`<span class="confirm" onKeyDown=${(e) => e.key === 'Escape' && (e.preventDefault(), e.stopPropagation(), answer(false))}>
     <button type="button" ref=${yes} class="danger" onClick=${() => answer(true)}>${confirm}</button>
     <button type="button" onClick=${() => answer(false)}>Cancel</button>
   </span>`;
+}
+
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+const SECTIONING = 'section, [role="tabpanel"], main';
+/** Long enough for any answer of the vault; a delete that never removes anything stops being watched. */
+const WATCH_MS = 120_000;
+
+/**
+ * Watches `control` (which has the focus) while what it confirmed runs. Should the page take
+ * it away and leave the focus on nothing (the page's start, for a keyboard or screen-reader
+ * user), the focus goes where it was, as it was found now: the same control of the next row,
+ * else of the previous one; else the list, or the "nothing here" that took its place; else
+ * what replaced the control; else the heading of its section. The user moving the focus, or
+ * the control staying (a refused delete), ends the watch.
+ */
+function keepFocusNear(control) {
+  const row = control.closest('tr, li');
+  const list = row?.parentElement;
+  const index = row ? [...list.children].indexOf(row) : -1;
+  const position = row ? [...row.querySelectorAll(FOCUSABLE)].indexOf(control) : -1;
+  const ancestors = [];
+  for (let e = control.parentElement; e && e !== document.body; e = e.parentElement) ancestors.push(e);
+  const observer = new MutationObserver(() => {
+    const active = document.activeElement;
+    if (active && active !== document.body) {
+      if (active !== control) stop();
+      return;
+    }
+    if (control.isConnected) return;
+    stop();
+    focusTarget({ list, index, position, hadRow: Boolean(row), anchor: ancestors.find((e) => e.isConnected) })?.focus();
+  });
+  const timer = setTimeout(() => stop(), WATCH_MS);
+  function stop() {
+    observer.disconnect();
+    clearTimeout(timer);
+  }
+  observer.observe(document.body, { childList: true, subtree: true });
+}
+
+function focusTarget({ list, index, position, hadRow, anchor }) {
+  if (list?.isConnected) {
+    const rows = [...list.children];
+    // Nearest first: the rows after the removed one (now from `index`), then those before it.
+    const order = [...rows.slice(index), ...rows.slice(0, index).reverse()];
+    for (const r of order) {
+      const controls = [...r.querySelectorAll(FOCUSABLE)];
+      if (controls.length) return controls[Math.min(position, controls.length - 1)];
+    }
+    return list.closest('.table-wrap') ?? focusable(list);
+  }
+  if (!anchor) return undefined;
+  const empty = anchor.querySelector(':scope > .empty');
+  if (empty) return focusable(empty);
+  if (!hadRow && !anchor.matches(SECTIONING)) {
+    const replacement = anchor.querySelector(FOCUSABLE);
+    if (replacement) return replacement;
+  }
+  const section = anchor.closest(SECTIONING);
+  if (!section) return focusable(anchor);
+  if (section.matches('[role="tabpanel"]')) return focusable(section);
+  const labelledBy = section.getAttribute('aria-labelledby');
+  const heading = (labelledBy && document.getElementById(labelledBy)) || section.querySelector('h1, h2, h3');
+  return focusable(heading ?? section);
+}
+
+/** An element that is not a control, made able to take the focus from a script (not by Tab). */
+function focusable(element) {
+  if (!element.hasAttribute('tabindex')) element.setAttribute('tabindex', '-1');
+  return element;
 }
 
 /** Escape pressed within: for a form opened in place, which it closes. */
