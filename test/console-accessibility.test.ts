@@ -563,7 +563,7 @@ test.serial('keyboard: a confirmed delete that takes the focused row away leaves
   const ok = (answer: { status: number; body: unknown }) => t.true(answer.status < 300, JSON.stringify(answer.body));
   for (const key of ['focus_a', 'focus_b', 'focus_c']) ok(await callVault(vault, 'POST', '/entitytypes', { key }));
   for (const key of ['FOCUS_ONE', 'FOCUS_TWO']) ok(await callVault(vault, 'POST', '/attributes', { key, schema: 'string' }));
-  const data = [{ attribute: 'FOCUS_ONE', value: 'one' }, { attribute: 'FOCUS_TWO', value: 'two' }];
+  const data = [{ attribute: 'FOCUS_ONE', value: 'one', tags: ['focus-tag'] }, { attribute: 'FOCUS_TWO', value: 'two' }];
   ok(await callVault(vault, 'POST', '/entities/focus-subject/attributes', { data }, { 'x-encryption-key': vault.keys.publicKey }));
   const rule = { key: 'focus-rule', constraint: { type: 'attribute', operator: 'any', attributes: ['FOCUS_ONE'] }, action: { type: 'alert', message: 'x' } };
   ok(await callVault(vault, 'POST', '/rules', rule));
@@ -584,6 +584,15 @@ test.serial('keyboard: a confirmed delete that takes the focused row away leaves
   t.is(await focused('button Delete focus_a'), 'button Delete focus_a', "the last row gone: the previous row's");
   await confirmDelete('Delete focus_a', /^button Yes, delete focus_a/);
   t.is(await focused('div Entity types'), 'div Entity types', 'no row left to act on (datasubject is the vault’s): the list');
+  // Every tag deleted, the last one too: the list gives way to its "nothing here", which takes the focus.
+  await page.getByRole('tab', { name: 'Tags' }).click();
+  const tagDeletes = page.getByRole('table', { name: 'Tags' }).getByRole('button', { name: /^Delete / });
+  await tagDeletes.first().waitFor();
+  for (let left = await tagDeletes.count(); left > 0; left = await tagDeletes.count()) {
+    const name = (await tagDeletes.first().getAttribute('aria-label')) ?? '';
+    await confirmDelete(name, new RegExp(`^button Yes, ${name.replace('Delete', 'delete').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  }
+  t.is(await focused('p No tags yet.'), 'p No tags yet.');
 
   await open('subjects/focus-subject', 'Subject focus-subject');
   await confirmDelete('Delete FOCUS_TWO', /^button Delete every FOCUS_TWO value/);
