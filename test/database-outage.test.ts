@@ -65,13 +65,18 @@ async function setUp(t: any, count: number, env: (i: number, relayed: string) =>
 
 /**
  * Stores of new values on subjects `loader-<worker>` and, given `readsOf`, two reads of that
- * point between stores, from `workers` loops until `stop()`. A request that got no answer
+ * point between stores, from `workers` loops until `stop()` (or the test's end). A request that got no answer
  * counts as status -1.
  */
-function load(v: VaultProcess, workers: number, readsOf?: string) {
+function load(t: { teardown(fn: () => unknown): void }, v: VaultProcess, workers: number, readsOf?: string) {
   const reads: Answer[] = [];
   const stores: Array<Answer & { value: string }> = [];
   let stopped = false;
+  // A test that ends early (a failed assertion that throws, a wait that gives up) must not leave
+  // the loops calling a vault that is gone: they would keep the test worker alive for ever.
+  t.teardown(() => {
+    stopped = true;
+  });
   const loops = Array.from({ length: workers }, async (_, w) => {
     const noAnswer = (err: unknown): Answer => ({ status: -1, body: String(err), retryAfter: null });
     for (let i = 0; !stopped; i++) {
@@ -128,7 +133,7 @@ test('PostgreSQL refusing connections: 503 to retry, readiness fails, and the va
   const stored = await call(v, 'POST', '/entities/reader/attributes', { data: [{ attribute: 'VISITS', value: 'the one read' }] }, { 'x-encryption-key': v.keys.publicKey });
   const pointId = stored.body.data[0].dataPointId;
 
-  const running = load(v, 6, pointId);
+  const running = load(t, v, 6, pointId);
   await sleep(1000);
   relay.refuse();
   await sleep(1500);
@@ -174,7 +179,7 @@ test('a partition: requests fail within the statement timeout instead of hanging
   const [cut, other] = vaults;
   // Stores only, so that some are inside a transaction, holding their subject's lock, when
   // the partition falls.
-  const running = load(cut, 12);
+  const running = load(t, cut, 12);
   await sleep(1000);
   relay.partition();
   // The other vault stores on the same subjects: it gets each lock once the server ends the

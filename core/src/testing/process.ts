@@ -79,9 +79,38 @@ export async function waitForHttp(url: string, deadlineMs = 120_000): Promise<vo
  */
 export const VAULT_NODE_FLAGS = ['--max-semi-space-size=8'];
 
+/** The port freePort() gave was taken by another process before the vault could listen on it. */
+class PortTaken extends Error {}
+
 export async function spawnVault(options: SpawnVaultOptions = {}): Promise<VaultProcess> {
+  const fixed = options.port ?? (options.env?.VAULT_PORT ? Number(options.env.VAULT_PORT) : undefined);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnVaultOn(fixed ?? (await freePort()), options);
+    } catch (err) {
+      // Test files run side by side, each starting servers on ports freePort() just released.
+      if (!(err instanceof PortTaken) || fixed !== undefined || attempt >= 5) throw err;
+    }
+  }
+}
+
+/**
+ * Whether the vault answering at `url` is the one started with `adminKey`: another test's
+ * vault on a port taken from under this one answers health checks just as well, and every
+ * request with this key 401. Polls while the answers are not yet conclusive (still starting).
+ */
+async function answersWithKey(url: string, adminKey: string): Promise<void> {
+  for (;;) {
+    const res = await fetch(`${url}/entitytypes`, { headers: { authorization: `Bearer ${adminKey}` } }).catch(() => undefined);
+    await res?.arrayBuffer();
+    if (res?.status === 200) return;
+    if (res?.status === 401) throw new PortTaken(`${url} is another process's vault`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function spawnVaultOn(port: number, options: SpawnVaultOptions): Promise<VaultProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'vault-proc-'));
-  const port = options.port ?? (options.env?.VAULT_PORT ? Number(options.env.VAULT_PORT) : await freePort());
   const keys = testKeyPair();
   const env: Record<string, string> = {
     VAULT_HOST: '127.0.0.1',
@@ -113,8 +142,12 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
   const url = `http://127.0.0.1:${port}`;
   try {
     await Promise.race([
-      waitForHttp(`${url}/openapi.json`),
+      (async () => {
+        await waitForHttp(`${url}/openapi.json`);
+        if (env.VAULT_ADMIN_API_KEY) await answersWithKey(url, env.VAULT_ADMIN_API_KEY);
+      })(),
       exited.then((code) => {
+        if (out.includes('EADDRINUSE')) throw new PortTaken(`port ${port} was taken:\n${out}`);
         throw new Error(`vault exited with ${code} before answering:\n${out}`);
       }),
     ]);
@@ -122,6 +155,7 @@ export async function spawnVault(options: SpawnVaultOptions = {}): Promise<Vault
     // A vault that never answered must not outlive the test that started it.
     child.kill('SIGKILL');
     await dropDatabase?.().catch(() => {});
+    if (err instanceof PortTaken && !options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
   const cleanup = async (): Promise<void> => {
