@@ -223,8 +223,8 @@ const WATCH_MS = 120_000;
  * it away and leave the focus on nothing (the page's start, for a keyboard or screen-reader
  * user), the focus goes where it was, as it was found now: the same control of the next row,
  * else of the previous one; else the list, or the "nothing here" that took its place; else
- * what replaced the control; else the heading of its section. The user moving the focus, or
- * the control staying (a refused delete), ends the watch.
+ * what replaced the control; else the heading of its section; and again should that go too.
+ * The user moving the focus ends the watch; a control that stays (a refused delete) keeps it.
  */
 function keepFocusNear(control) {
   const row = control.closest('tr, li');
@@ -233,15 +233,21 @@ function keepFocusNear(control) {
   const position = row ? [...row.querySelectorAll(FOCUSABLE)].indexOf(control) : -1;
   const ancestors = [];
   for (let e = control.parentElement; e && e !== document.body; e = e.parentElement) ancestors.push(e);
+  // What has the focus on the user's behalf: the control, then where it was moved. A page that
+  // renders in steps (a loading state, then the list) can take that away too, so the watch goes
+  // on until the user moves the focus themselves, or the time is up.
+  let holder = control;
   const observer = new MutationObserver(() => {
     const active = document.activeElement;
     if (active && active !== document.body) {
-      if (active !== control) stop();
+      if (active !== holder) stop();
       return;
     }
-    if (control.isConnected) return;
-    stop();
-    focusTarget({ list, index, position, hadRow: Boolean(row), anchor: ancestors.find((e) => e.isConnected) })?.focus();
+    if (holder.isConnected) return;
+    const next = focusTarget({ list, index, position, hadRow: Boolean(row), anchor: ancestors.find((e) => e.isConnected) });
+    if (!next) return;
+    holder = next;
+    next.focus();
   });
   const timer = setTimeout(() => stop(), WATCH_MS);
   function stop() {
