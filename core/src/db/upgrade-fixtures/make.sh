@@ -9,7 +9,9 @@ set -eu
 C=$1; L=$2; DB=$3
 HERE=$(cd "$(dirname "$0")" && pwd); OUT=$HERE/$L; W=${TMPDIR:-/tmp}/vault-release-$C; D=$(mktemp -d); PORT=$((18000 + RANDOM % 1000))
 [ -d "$W" ] || { git -C "$HERE" worktree add -q --detach "$W" "$C"; (cd "$W" && npm ci --silent); }
-mkdir -p "$OUT"; cp "$HERE"/vault-*-key.pem "$D"/
+# The fixtures' key pair: the public key is here; the private key stays with whoever makes the
+# fixtures, never in the repository (FIXTURE_PRIVATE_KEY names its file).
+mkdir -p "$OUT"; cp "$HERE"/vault-public-key.pem "$D"/; cp "${FIXTURE_PRIVATE_KEY:?set FIXTURE_PRIVATE_KEY to the fixtures private key file}" "$D"/vault-private-key.pem
 export VAULT_DATA_DIR=$D VAULT_ADMIN_API_KEY=admin-key-0123456789abcdef VAULT_INDEX_KEY=$(printf 0123456789abcdef0123456789abcdef | base64) \
   VAULT_PORT=$PORT VAULT_LOG_LEVEL=warn VAULT_RATE_LIMIT_MAX=0 VAULT_ENCRYPTION_PUBLIC_KEY=$(base64 -w0 "$HERE"/vault-public-key.pem)
 if [ "$DB" = postgres ]; then N=vault_fixture_$C; psql -q -h 127.0.0.1 -U postgres -c "drop database if exists $N" -c "create database $N"; export VAULT_DB=postgres://postgres@127.0.0.1:5432/$N; fi
