@@ -136,6 +136,26 @@ test('entity value: before and after on times', (t) => {
   t.false(born('after', '2010-01-01', 'yesterday'));
 });
 
+test('entity value: a time without an offset is compared as UTC, on both sides, whatever the process zone', (t) => {
+  const born = (predicate: string, limit: string, value: string) => {
+    const c = constraint({ type: 'user', attribute: 'BIRTHDATE', predicate, value: limit });
+    return matches(c, data(point('BIRTHDATE', value)));
+  };
+  const zone = process.env.TZ;
+  try {
+    for (const tz of ['Asia/Kolkata', 'America/New_York']) {
+      process.env.TZ = tz;
+      t.true(born('before', '2010-01-01T10:00:00Z', '2010-01-01T09:59:59'), tz);
+      t.false(born('before', '2010-01-01T10:00:00Z', '2010-01-01T10:00:01'), tz);
+      t.true(born('after', '2010-01-01T10:00:00', '2010-01-01T10:00:01Z'), tz);
+      t.false(born('after', '2010-01-01T10:00:00', '2010-01-01T09:00:00+00:00'), tz);
+    }
+  } finally {
+    if (zone === undefined) delete process.env.TZ;
+    else process.env.TZ = zone;
+  }
+});
+
 test('entity value: in and nin take a comma-separated list', (t) => {
   t.true(ageIs('in', '18, 21,30', 21));
   t.false(ageIs('in', '18,21', 22));

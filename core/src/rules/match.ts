@@ -9,6 +9,7 @@ import { meetsThreshold, sentimentScore } from '../sentiment/score.js';
 import type { CandidatePoint, EventType, Location, RuleEntity } from './engine.js';
 import type { Constraint, ListOperator } from './model.js';
 import { rootAttribute, toNumber } from './operands.js';
+import { parseIsoMs } from '../util/time.js';
 
 export interface Subject {
   /** The point being judged (data rules). */
@@ -114,7 +115,7 @@ function compareValues(constraint: Extract<Constraint, { type: 'user' }>, value:
     case 'before':
     case 'after': {
       if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value)) return false;
-      const t = Date.parse(value);
+      const t = parseIsoMs(value);
       if (Number.isNaN(t)) return false;
       return constraint.predicate === 'before' ? t < constraint.time! : t > constraint.time!;
     }

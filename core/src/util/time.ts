@@ -33,10 +33,23 @@ export function startsWithCalendarDate(input: string): boolean {
   return day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!);
 }
 
+/** A date and a time of day with no zone designator after it. */
+const ZONELESS_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/i;
+
+/**
+ * Milliseconds since the epoch of an ISO 8601 text, NaN when unparsable. A date-time without
+ * an offset is read as UTC: Date.parse reads it in the process's time zone, so vault processes
+ * in two zones (or one restarted with another TZ) would record one input as two instants.
+ * A date alone is UTC to Date.parse already.
+ */
+export function parseIsoMs(input: string): number {
+  return Date.parse(ZONELESS_DATE_TIME.test(input) ? `${input}Z` : input);
+}
+
 /** Accepts any ISO 8601 form; returns the canonical UTC form, or undefined when unparsable. */
 export function parseIsoDate(input: unknown): string | undefined {
   if (typeof input !== 'string' || input.length === 0 || input.length > 64) return undefined;
   if (!startsWithCalendarDate(input)) return undefined;
-  const ms = Date.parse(input);
+  const ms = parseIsoMs(input);
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }

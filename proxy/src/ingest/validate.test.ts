@@ -106,6 +106,24 @@ test('a timestamp is taken up to a day ahead of acceptance, and from 0000 to 999
   t.is(prepareBatch([{ ...read, timestamp: -62167219200000 }], now).events[0].timestamp, '0000-01-01T00:00:00.000Z');
 });
 
+test('a timestamp without an offset is UTC, as the vault reads it, whatever zone the sidecar runs in', (t) => {
+  const now = new Date('2024-05-01T12:00:00Z');
+  const verdict = (timestamp: unknown) => prepareBatch([{ ...read, timestamp }], now).rejected[0]?.message ?? 'accepted';
+  const zone = process.env.TZ;
+  try {
+    // Twelve hours behind UTC, a local reading would put 2024-05-02T11:00 at 23:00 UTC: refused.
+    process.env.TZ = 'Etc/GMT+12';
+    t.is(verdict('2024-05-02T11:00:00'), 'accepted');
+    t.is(verdict('2024-05-02T12:00:01'), 'event 0: field "timestamp" is more than a day in the future, which the vault refuses');
+    process.env.TZ = 'Etc/GMT-12';
+    // Twelve hours ahead of UTC, a local reading would fall in the year -1: refused.
+    t.is(verdict('0000-01-01T06:00:00'), 'accepted');
+  } finally {
+    if (zone === undefined) delete process.env.TZ;
+    else process.env.TZ = zone;
+  }
+});
+
 test('messages carry the index of the event in the request', (t) => {
   const outcome = prepareBatch([read, { ...read, applicationId: 1 }, store, { eventType: 'STORE', applicationId: 'a' }]);
   t.deepEqual(outcome.rejected, [

@@ -113,9 +113,9 @@ const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 /**
  * An ISO 8601 date or date-time as the vault reads one (parseIsoDate in core/src/util/time.ts):
  * whatever Date.parse takes, up to 64 characters, starting with a day the calendar has, since
- * Date.parse rolls 02-30 over into March. So a date alone and a local time without an offset
- * (Python's isoformat(), Java's LocalDateTime) pass, as they do at the vault; the string is
- * queued as sent, for the vault to read it as it would have.
+ * Date.parse rolls 02-30 over into March. So a date alone and a time without an offset
+ * (Python's isoformat(), Java's LocalDateTime) pass, as they do at the vault, which reads the
+ * latter as UTC (isoMs); the string is queued as sent, for the vault to read it as it would have.
  */
 export function isIsoDateTime(value: string): boolean {
   if (value.length > 64) return false;
@@ -125,7 +125,14 @@ export function isIsoDateTime(value: string): boolean {
   if (month < 1 || month > 12 || day < 1) return false;
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
   if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return false;
-  return !Number.isNaN(Date.parse(value));
+  return !Number.isNaN(isoMs(value));
+}
+
+const ZONELESS_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/i;
+
+/** The instant the vault reads (parseIsoMs in core/src/util/time.ts): a time without an offset is UTC. */
+function isoMs(value: string): number {
+  return Date.parse(ZONELESS_DATE_TIME.test(value) ? `${value}Z` : value);
 }
 
 /** Epoch milliseconds as the vault takes them: a whole number a Date can hold. */
@@ -187,7 +194,7 @@ const FUTURE_TOLERANCE_MS = 24 * 60 * 60 * 1000;
 function checkTimestamp(timestamp: unknown, now: number): Validation | undefined {
   const valid = typeof timestamp === 'number' ? isEpochMillis(timestamp) : typeof timestamp === 'string' && isIsoDateTime(timestamp);
   if (!valid) return fail('timestamp', 'must be an ISO 8601 date-time such as 2024-05-01T12:00:00Z, or epoch milliseconds');
-  const ms = typeof timestamp === 'number' ? timestamp : Date.parse(timestamp as string);
+  const ms = typeof timestamp === 'number' ? timestamp : isoMs(timestamp as string);
   if (ms < FIRST_MS || ms >= PAST_LAST_MS) return fail('timestamp', 'must fall in the years 0000 to 9999 (UTC), as the vault takes it');
   if (ms > now + FUTURE_TOLERANCE_MS) return fail('timestamp', 'is more than a day in the future, which the vault refuses');
   return undefined;
