@@ -14,6 +14,7 @@ test('defaults apply when only the API key is set', (t) => {
   t.is(config.maxRetries, undefined);
   t.is(config.upstream, undefined);
   t.is(config.proxyPort, defaults.proxyPort);
+  t.is(config.proxyMaxEvents, 10_000);
 });
 
 test('every variable is read', (t) => {
@@ -40,6 +41,7 @@ test('every variable is read', (t) => {
     SIDECAR_UPSTREAM: 'http://127.0.0.1:3000',
     SIDECAR_ROUTES: '/etc/routes.json',
     SIDECAR_PROXY_BODY_LIMIT: '0',
+    SIDECAR_PROXY_MAX_EVENTS: '500',
     SIDECAR_UPSTREAM_TIMEOUT_MS: '15000',
     SIDECAR_PROXY_KEEP_ALIVE_MS: '75000',
     SIDECAR_LOG_LEVEL: 'debug',
@@ -50,7 +52,7 @@ test('every variable is read', (t) => {
     host: '0.0.0.0', port: 9000, proxyPort: 9001, vaultUrl: 'https://vault.internal:8443/base', queue: 'audit.q', prefix: '{vault}',
     batchSize: 100, batchMs: 0, maxRetries: 0, retryBaseMs: 10, retryMaxMs: 1000, vaultTimeoutMs: 5000, lockMs: 5000,
     shutdownMs: 3000, bodyLimit: 2048, requestTimeoutMs: 4000, enqueueTimeoutMs: 100, upstream: 'http://127.0.0.1:3000', routesFile: '/etc/routes.json',
-    proxyBodyLimit: 0, upstreamTimeoutMs: 15000, proxyKeepAliveMs: 75000, logLevel: 'debug', ingestToken: 'token-0123456789abcdef', dropValues: true,
+    proxyBodyLimit: 0, proxyMaxEvents: 500, upstreamTimeoutMs: 15000, proxyKeepAliveMs: 75000, logLevel: 'debug', ingestToken: 'token-0123456789abcdef', dropValues: true,
   });
 });
 

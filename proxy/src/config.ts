@@ -34,6 +34,11 @@ export interface SidecarConfig {
   upstream: string | undefined;
   routesFile: string | undefined;
   proxyBodyLimit: number;
+  /**
+   * Most events one proxied request yields (a list route: one per item per attribute); the
+   * rest are counted as lost, so a huge export cannot flood Redis.
+   */
+  proxyMaxEvents: number;
   /** How long the upstream may take to send its answer's headers, and then between body chunks, before 504. */
   upstreamTimeoutMs: number;
   /**
@@ -82,6 +87,7 @@ export const defaults = {
   upstream: undefined,
   routesFile: undefined,
   proxyBodyLimit: 1024 * 1024,
+  proxyMaxEvents: 10_000,
   upstreamTimeoutMs: 300_000,
   proxyKeepAliveMs: 65_000,
   logLevel: 'info',
@@ -113,6 +119,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
   upstream: 'SIDECAR_UPSTREAM',
   routesFile: 'SIDECAR_ROUTES',
   proxyBodyLimit: 'SIDECAR_PROXY_BODY_LIMIT',
+  proxyMaxEvents: 'SIDECAR_PROXY_MAX_EVENTS',
   upstreamTimeoutMs: 'SIDECAR_UPSTREAM_TIMEOUT_MS',
   proxyKeepAliveMs: 'SIDECAR_PROXY_KEEP_ALIVE_MS',
   logLevel: 'SIDECAR_LOG_LEVEL',
@@ -123,7 +130,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
 const integerKeys = [
   'port', 'proxyPort', 'batchSize', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
   'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'requestTimeoutMs', 'enqueueTimeoutMs', 'proxyBodyLimit',
-  'upstreamTimeoutMs', 'proxyKeepAliveMs',
+  'proxyMaxEvents', 'upstreamTimeoutMs', 'proxyKeepAliveMs',
 ] as const satisfies readonly (keyof SidecarConfig)[];
 
 type IntegerKey = (typeof integerKeys)[number];
@@ -145,6 +152,7 @@ const minimum: Record<IntegerKey, number> = {
   requestTimeoutMs: 0,
   enqueueTimeoutMs: 50,
   proxyBodyLimit: 0,
+  proxyMaxEvents: 1,
   upstreamTimeoutMs: 100,
   // Node sends it to clients in whole seconds (Keep-Alive: timeout=N).
   proxyKeepAliveMs: 1000,

@@ -74,6 +74,7 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
         upstream: config.upstream!,
         routes,
         bodyLimit: config.proxyBodyLimit,
+        maxEvents: config.proxyMaxEvents,
         upstreamTimeoutMs: config.upstreamTimeoutMs,
         keepAliveMs: config.proxyKeepAliveMs,
         producer,

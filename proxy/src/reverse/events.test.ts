@@ -85,3 +85,103 @@ test("a template's {params.*} is the rest of the path, so each file under a wild
   });
   t.deepEqual(ids, ['drive/u1/taxes/2024.pdf', 'drive/u1/cv.pdf']);
 });
+
+test('a list route yields one event per item per attribute the item shows', (t) => {
+  const { route, params } = routes.match('GET', '/users')!;
+  const responseBody = {
+    items: [
+      { id: 'u-1', email: 'a@x', phone: '+1' },
+      { id: 'u-2', email: 'b@x' },
+      { id: 3, email: 'c@x', phone: null },
+    ],
+    next: 'cursor-2',
+  };
+  const built = buildEvents(route, ctx({ params, headers: { 'x-user': 'clerk' }, responseBody }));
+  t.deepEqual(built.events.map((e) => [e.eventType, e.subjectId, e.dataPointId, e.applicationUser, e.data]), [
+    ['READ', 'u-1', 'crm/u-1/email', 'clerk', { attribute: 'email' }],
+    ['READ', 'u-1', 'crm/u-1/phone', 'clerk', { attribute: 'phone' }],
+    ['READ', 'u-2', 'crm/u-2/email', 'clerk', { attribute: 'email' }],
+    // null is a value shown, as on single routes; only an absent field is not.
+    ['READ', '3', 'crm/3/email', 'clerk', { attribute: 'email' }],
+    ['READ', '3', 'crm/3/phone', 'clerk', { attribute: 'phone' }],
+  ]);
+  t.deepEqual(built.skipped, [{ attribute: 'phone', reason: 'value not found', item: 1, count: 1 }]);
+  t.deepEqual(built.lost, []);
+  t.is(built.overLimit, 0);
+});
+
+test('a top-level array, with values and an id from the item in the dataPointId', (t) => {
+  const routes2 = compileRoutes({
+    applicationId: 'shop',
+    routes: [{ method: 'GET', path: '/customers/:id/addresses', eventType: 'READ', items: { response: '' }, subjectId: { param: 'id' },
+      attributes: { address: { item: '/text' }, note: {} }, dataPointId: '{applicationId}/{subjectId}/{attribute}/{item/id}' }],
+  });
+  const { route, params } = routes2.match('GET', '/customers/c-9/addresses')!;
+  const built = buildEvents(route, ctx({ params, responseBody: [{ id: 'a1', text: 'Main St 1' }, { id: 2, text: null }] }));
+  t.deepEqual(built.events.map((e) => [e.subjectId, e.dataPointId, e.data]), [
+    ['c-9', 'shop/c-9/address/a1', { attribute: 'address', value: 'Main St 1' }],
+    ['c-9', 'shop/c-9/note/a1', { attribute: 'note' }],
+    ['c-9', 'shop/c-9/address/2', { attribute: 'address', value: null }],
+    ['c-9', 'shop/c-9/note/2', { attribute: 'note' }],
+  ]);
+});
+
+test('an empty, null or absent list shows nothing; anything else where the list should be is said so', (t) => {
+  const { route, params } = routes.match('GET', '/users')!;
+  for (const responseBody of [{ items: [] }, { items: null }, { next: null }, undefined]) {
+    const built = buildEvents(route, ctx({ params, responseBody }));
+    t.deepEqual([built.events, built.lost, built.notAList], [[], [], undefined], JSON.stringify(responseBody));
+  }
+  t.is(buildEvents(route, ctx({ params, responseBody: { items: { id: 'u-1', email: 'a@x' } } })).notAList, 'object');
+  t.is(buildEvents(route, ctx({ params, responseBody: { items: 'u-1' } })).notAList, 'string');
+});
+
+test("items whose events cannot be built are lost, summed up per attribute and problem, never the value", (t) => {
+  const { route, params } = routes.match('GET', '/users')!;
+  const items = [
+    { email: 'no-id-1@x' }, { id: 'u-1', email: 'a@x' }, { id: '', email: 'no-id-2@x' }, { id: 'x'.repeat(513), email: 'long@x', phone: '1' }, 'not an object',
+  ];
+  const built = buildEvents(route, ctx({ params, responseBody: { items } }));
+  t.deepEqual(built.events.map((e) => e.dataPointId), ['crm/u-1/email']);
+  t.deepEqual(built.lost, [
+    { attribute: 'email', reason: 'subject-not-found', problem: 'no subject id in the traffic', item: 0, count: 2 },
+    { attribute: 'email', reason: 'invalid-event', problem: 'dataPointId must be at most 512 characters', item: 3, count: 1 },
+    { attribute: 'phone', reason: 'invalid-event', problem: 'dataPointId must be at most 512 characters', item: 3, count: 1 },
+  ]);
+  t.false(JSON.stringify(built.lost).includes('@x'));
+  // An id for the dataPointId that the item lacks: no data point can be named.
+  const routes2 = compileRoutes({
+    routes: [{ method: 'GET', path: '/u/:id/notes', eventType: 'READ', applicationId: 'a', items: { response: '/notes' }, subjectId: { param: 'id' },
+      attributes: { note: { item: '/text' } }, dataPointId: 'a/{subjectId}/{item/id}' }],
+  });
+  const notes = routes2.match('GET', '/u/s-1/notes')!;
+  const built2 = buildEvents(notes.route, ctx({ params: notes.params, responseBody: { notes: [{ id: 'n1', text: 't' }, { id: { no: 1 }, text: 't' }, { text: 't' }] } }));
+  t.deepEqual(built2.events.map((e) => e.dataPointId), ['a/s-1/n1']);
+  t.deepEqual(built2.lost, [{ attribute: 'note', reason: 'invalid-event', problem: 'dataPointId needs {item/id}, which the item does not have', item: 1, count: 2 }]);
+});
+
+test('events over the bound per request are not built, only counted', (t) => {
+  const { route, params } = routes.match('GET', '/users')!;
+  const items = Array.from({ length: 5 }, (_, i) => ({ id: `u-${i}`, email: `${i}@x`, ...(i === 3 ? {} : { phone: `${i}` }) }));
+  const built = buildEvents(route, ctx({ params, responseBody: { items } }), 3);
+  t.deepEqual(built.events.map((e) => e.dataPointId), ['crm/u-0/email', 'crm/u-0/phone', 'crm/u-1/email']);
+  // u-1's phone, u-2's two, u-3's email (it shows no phone), u-4's two.
+  t.is(built.overLimit, 6);
+  t.is(buildEvents(route, ctx({ params, responseBody: { items } }), 9).overLimit, 0);
+  // Single routes are bound too: more attributes than the bound are as much a flood.
+  const store = routes.match('POST', '/users')!;
+  const one = buildEvents(store.route, ctx({ params: store.params, requestBody: { email: 'a@b.c', phone: '1' }, responseBody: { id: 'u' } }), 1);
+  t.deepEqual([one.events.length, one.overLimit], [1, 1]);
+});
+
+test('a list in the request body: items of an import', (t) => {
+  const routes2 = compileRoutes({
+    routes: [{ method: 'POST', path: '/import', eventType: 'STORE', applicationId: 'crm', items: { request: '/users' }, subjectId: { item: '/id' },
+      attributes: { email: { item: '/contact/email' } }, dataStoreName: 'crm-db' }],
+  });
+  const { route, params } = routes2.match('POST', '/import')!;
+  const built = buildEvents(route, ctx({ params, requestBody: { users: [{ id: 'i-1', contact: { email: 'i1@x' } }, { id: 'i-2', contact: {} }] } }));
+  t.deepEqual(built.events, [
+    { eventType: 'STORE', applicationId: 'crm', dataPointId: 'crm/i-1/email', subjectId: 'i-1', dataStoreName: 'crm-db', data: { attribute: 'email', value: 'i1@x' } },
+  ]);
+});

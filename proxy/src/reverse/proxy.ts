@@ -9,7 +9,7 @@ import type { SidecarMetrics } from '../metrics.js';
 import { backoffDelay, sleep } from '../delivery/backoff.js';
 import type { EventProducer } from '../queue/producer.js';
 import { Tap, charsetOf, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
-import { buildEvents } from './events.js';
+import { buildEvents, defaultMaxEvents, type BuiltEvents } from './events.js';
 import { forwardHeaders, hasBody, headerOf, originForm, reasonPhrase, responseHeaders } from './headers.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
 
@@ -18,6 +18,8 @@ export interface ReverseProxyOptions {
   routes: CompiledRoutes;
   /** Most bytes of one body held in memory for JSON pointer extraction. */
   bodyLimit: number;
+  /** Most events one request yields; the rest are counted as lost. */
+  maxEvents?: number;
   /** How long the upstream may take for its headers, and then between body chunks (504 before the headers). */
   upstreamTimeoutMs?: number;
   /** How long an idle client connection is kept open. */
@@ -215,27 +217,53 @@ export class ReverseProxy {
     this.options.metrics.proxyEventsLost.inc({ reason });
     const { route } = match;
     // `eventCount`, not `events`: the log redacts a field of that name, meant for whole events.
-    const eventCount = route.subjectId?.kind === body ? route.attributes.length : route.attributes.filter((a) => a.source?.kind === body).length;
+    // A list's length is in the body that is not at hand: what is known is the count per item.
+    const count = route.items?.body === body
+      ? { eventsPerItem: route.attributes.length }
+      : { eventCount: route.subjectId?.kind === body ? route.attributes.length : route.attributes.filter((a) => a.source?.kind === body).length };
     if (contentType !== undefined) {
       // The header is the upstream's or the client's: bounded, since it lands in the log.
-      this.options.log.warn({ route: route.index, reason, eventCount, contentType: contentType.slice(0, 200) }, `events lost: the ${body} body's charset cannot be decoded`);
+      this.options.log.warn({ route: route.index, reason, ...count, contentType: contentType.slice(0, 200) }, `events lost: the ${body} body's charset cannot be decoded`);
       return;
     }
-    this.options.log.warn({ route: route.index, reason, eventCount }, `events lost: the ${body} body is not at hand (over the limit, not JSON, or cut short)`);
+    this.options.log.warn({ route: route.index, reason, ...count }, `events lost: the ${body} body is not at hand (over the limit, not JSON, or cut short)`);
   }
 
   private emit(match: RouteMatch, ctx: Parameters<typeof buildEvents>[1]): void {
-    const built = buildEvents(match.route, ctx);
+    const built = buildEvents(match.route, ctx, this.options.maxEvents ?? defaultMaxEvents);
     if (built.skipped.length > 0) {
       this.options.log.debug({ route: match.route.index, skipped: built.skipped }, 'attributes without events');
     }
-    for (const lost of built.lost) this.options.metrics.proxyEventsLost.inc({ reason: lost.reason });
+    for (const lost of built.lost) this.options.metrics.proxyEventsLost.inc({ reason: lost.reason }, lost.count ?? 1);
     if (built.lost.length > 0) this.options.log.warn({ route: match.route.index, lost: built.lost }, 'events lost: they could not be built');
+    this.listLost(match, built);
     if (built.events.length === 0) return;
     const now = new Date().toISOString();
     for (const e of built.events) this.buffered.push(stampEvent(e, now));
     if (this.buffered.length >= maxLingerEvents) this.flush();
     else this.lingerTimer ??= setTimeout(() => this.flush(), this.lingerMs);
+  }
+
+  /** Losses only list routes and the bound per request have. */
+  private listLost(match: RouteMatch, built: BuiltEvents): void {
+    const { route } = match;
+    if (built.overLimit > 0) {
+      const reason = 'too-many-events';
+      this.options.metrics.proxyEventsLost.inc({ reason }, built.overLimit);
+      this.options.log.warn(
+        { route: route.index, reason, eventCount: built.overLimit, limit: this.options.maxEvents ?? defaultMaxEvents },
+        'events lost: the request shows more than SIDECAR_PROXY_MAX_EVENTS',
+      );
+    }
+    if (built.notAList !== undefined && route.items) {
+      // Once per request, as a body not at hand: how many items it hid nobody can tell.
+      const reason = 'items-not-a-list';
+      this.options.metrics.proxyEventsLost.inc({ reason });
+      this.options.log.warn(
+        { route: route.index, reason, items: `${route.items.body} ${JSON.stringify(route.items.pointer)}`, found: built.notAList, eventsPerItem: route.attributes.length },
+        `events lost: the ${route.items.body} body holds no array where the route's items are`,
+      );
+    }
   }
 
   /**

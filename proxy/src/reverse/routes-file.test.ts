@@ -8,15 +8,16 @@ const example = new URL('./fixtures/routes.example.json', import.meta.url);
 
 test('the example routes file compiles and matches by method and path', (t) => {
   const routes = loadRoutesFile(example.pathname);
-  t.is(routes.routes.length, 4);
+  t.is(routes.routes.length, 5);
   t.is(routes.match('POST', '/users')?.route.index, 0);
   t.deepEqual(routes.match('GET', '/users/42')?.params, { id: '42' });
   t.is(routes.match('get', '/users/42')?.route.index, 1);
   t.is(routes.match('PATCH', '/users/42')?.route.index, 2);
   t.is(routes.match('DELETE', '/users/a%20b')?.params.id, 'a b');
-  t.is(routes.match('GET', '/users'), undefined);
+  t.is(routes.match('GET', '/users')?.route.index, 4);
   t.is(routes.match('GET', '/users/42/orders'), undefined);
-  t.is(routes.match('GET', '/users/'), undefined);
+  // No empty id: the trailing slash is ignored, so this is the list.
+  t.is(routes.match('GET', '/users/')?.route.index, 4);
   // As Express routes by default: literal segments in any case, a trailing slash ignored.
   t.deepEqual(routes.match('GET', '/Users/42/')?.params, { id: '42' });
   t.is(routes.match('POST', '/USERS/')?.route.index, 0);
@@ -27,11 +28,18 @@ test('the example routes file compiles and matches by method and path', (t) => {
 });
 
 test('routes know which bodies they need', (t) => {
-  const [store, read, update, del] = loadRoutesFile(example.pathname).routes;
+  const [store, read, update, del, list] = loadRoutesFile(example.pathname).routes;
   t.like(store, { needsRequestBody: true, needsResponseBody: true, applicationId: 'crm' });
   t.like(read, { needsRequestBody: false, needsResponseBody: true });
   t.like(update, { needsRequestBody: true, needsResponseBody: false });
   t.like(del, { needsRequestBody: false, needsResponseBody: false });
+  // The list is in the answer; item sources read nothing else.
+  t.like(list, { needsRequestBody: false, needsResponseBody: true, items: { body: 'response', pointer: '/items' } });
+  const upload = compileRoutes({
+    applicationId: 'a',
+    routes: [{ method: 'POST', path: '/import', eventType: 'STORE', items: { request: '' }, subjectId: { item: '/id' }, attributes: { email: { item: '/email' } } }],
+  }).routes[0];
+  t.like(upload, { needsRequestBody: true, needsResponseBody: false, items: { body: 'request', pointer: '' } });
 });
 
 test('wildcards, any-method routes and first-match order', (t) => {
@@ -137,6 +145,68 @@ test('every problem in a routes file is reported with its location', (t) => {
   ]) {
     t.true(text.includes(fragment), `missing "${fragment}" in:\n${text}`);
   }
+});
+
+test('every mistake in list routes is reported with its location', (t) => {
+  const list = { method: 'GET', path: '/users/:id', eventType: 'READ', applicationId: 'a' };
+  const err = t.throws(
+    () =>
+      compileRoutes({
+        routes: [
+          // item sources and {item…} placeholders without items
+          { ...list, subjectId: { item: '/id' }, attributes: { email: { item: '/email' } }, applicationUser: { item: '/by' }, dataPointId: '{item/uuid}/{attribute}' },
+          // items that is no source of a body, or whose pointer is not RFC 6901
+          { ...list, items: { param: 'id' }, subjectId: { item: '/id' }, attributes: { email: {} } },
+          { ...list, items: { response: 'items' }, subjectId: { item: '/id' }, attributes: { email: {} } },
+          { ...list, items: { response: '/a~2b' }, subjectId: { item: '/id' }, attributes: { email: {} } },
+          { ...list, items: '/items', subjectId: { item: '/id' }, attributes: { email: {} } },
+          { ...list, items: { response: '/items', request: '/items' }, subjectId: { item: '/id' }, attributes: { email: {} } },
+          // item pointers that are not RFC 6901, in sources and in the template
+          { ...list, items: { response: '/items' }, subjectId: { item: 'id' }, attributes: { email: { item: '/e~' } }, dataPointId: '{item/x~3}/{attribute}' },
+          { ...list, items: { response: '/items' }, subjectId: { item: 7 }, attributes: { email: {} } },
+          // every item would report the same data points
+          { ...list, items: { response: '/items' }, subjectId: { param: 'id' }, attributes: { email: { item: '/email' } } },
+          { ...list, items: { response: '/items' }, subjectId: { item: '/id' }, attributes: { email: {} }, dataPointId: 'a/{attribute}' },
+        ],
+      }),
+    { instanceOf: RoutesFileError },
+  );
+  const text = err!.message;
+  for (const fragment of [
+    'routes[0].subjectId.item needs routes[0].items (where the list is)',
+    'routes[0].attributes.email.item needs routes[0].items',
+    'routes[0].applicationUser.item needs routes[0].items',
+    'routes[0].dataPointId uses {item/uuid}, which needs routes[0].items',
+    'routes[1].items must have exactly one of request, response',
+    'routes[2].items.response must be a JSON pointer such as "/items" ("" for a top-level array)',
+    'routes[3].items.response must be a JSON pointer',
+    'routes[4].items must be an object with one of request, response',
+    'routes[5].items must have exactly one of request, response',
+    'routes[6].subjectId.item must be a JSON pointer into the item such as "/id" ("" for the item itself)',
+    'routes[6].attributes.email.item must be a JSON pointer',
+    'routes[6].dataPointId placeholder {item/x~3} must be {item} followed by a JSON pointer',
+    'routes[7].subjectId.item must be a string',
+    'routes[8].items: every item would get the same data points',
+    'routes[9].items: every item would get the same data points',
+  ]) {
+    t.true(text.includes(fragment), `missing "${fragment}" in:\n${text}`);
+  }
+  t.false(text.includes('routes[0].items:'), 'no second complaint about a route without items');
+  // Each mistake once.
+  t.is(text.split('\n').length - 1, 15, text);
+});
+
+test('list routes compile: a list of subjects, or items of one subject told apart in the dataPointId', (t) => {
+  const routes = compileRoutes({
+    applicationId: 'a',
+    routes: [
+      { method: 'GET', path: '/export', eventType: 'READ', items: { response: '' }, subjectId: { item: '' }, attributes: { email: {} } },
+      { method: 'GET', path: '/users/:id/addresses', eventType: 'READ', items: { response: '/data/addresses' }, subjectId: { param: 'id' },
+        attributes: { address: { item: '/text' } }, dataPointId: '{applicationId}/{subjectId}/{attribute}/{item/id}' },
+    ],
+  });
+  t.like(routes.routes[0], { items: { body: 'response', pointer: '', tokens: [] }, subjectId: { kind: 'item', pointer: '', tokens: [] } });
+  t.like(routes.routes[1], { items: { tokens: ['data', 'addresses'] }, itemPlaceholders: { 'item/id': ['id'] } });
 });
 
 test('unreadable and non-JSON files fail with the file name', (t) => {

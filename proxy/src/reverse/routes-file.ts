@@ -4,24 +4,31 @@ import { isJsonPointer, parsePointer } from './json-pointer.js';
 
 /**
  * Where a value comes from in proxied traffic. `request` and `response` are JSON pointers into
- * the bodies; only routes that use them make the proxy hold a body in memory.
+ * the bodies; only routes that use them make the proxy hold a body in memory. `item` is a
+ * JSON pointer into one item of the route's list (`items`).
  */
 export type Source =
   | { param: string }
   | { query: string }
   | { header: string }
   | { request: string }
-  | { response: string };
+  | { response: string }
+  | { item: string };
 
 export interface RouteSpec {
   method: string | string[];
   path: string;
   eventType: EventType;
   applicationId?: string;
+  /**
+   * Where a body holds a list (listings, searches, exports): each item yields its own events,
+   * its `item` sources and `{item…}` placeholders read relative to it.
+   */
+  items?: { request: string } | { response: string };
   subjectId?: Source;
   /** Attribute name → where its value is; `{}` reports the attribute without a value. */
   attributes: Record<string, Source | Record<string, never>>;
-  /** Template with {applicationId} {subjectId} {attribute} {params.NAME}. */
+  /** Template with {applicationId} {subjectId} {attribute} {params.NAME} {item/POINTER}. */
   dataPointId?: string;
   applicationUser?: Source;
   includeValues?: boolean;
@@ -39,7 +46,7 @@ export interface RoutesFile {
 
 export type CompiledSource =
   | { kind: 'param' | 'query' | 'header'; name: string }
-  | { kind: 'request' | 'response'; pointer: string; tokens: string[] };
+  | { kind: 'request' | 'response' | 'item'; pointer: string; tokens: string[] };
 
 export interface CompiledRoute {
   index: number;
@@ -49,10 +56,13 @@ export interface CompiledRoute {
   /** Trailing "*" matches any rest of the path, available as parameter "*". */
   rest: boolean;
   applicationId: string;
+  items?: { body: 'request' | 'response'; pointer: string; tokens: string[] };
   subjectId?: CompiledSource;
   applicationUser?: CompiledSource;
   attributes: { name: string; source?: CompiledSource }[];
   dataPointId: string;
+  /** The template's `{item…}` placeholders (by name, as between the braces) and their pointers' tokens. */
+  itemPlaceholders: Record<string, string[]>;
   needsRequestBody: boolean;
   needsResponseBody: boolean;
 }
@@ -77,10 +87,11 @@ export class RoutesFileError extends Error {
 }
 
 const routeKeys = new Set([
-  'method', 'path', 'eventType', 'applicationId', 'subjectId', 'attributes', 'dataPointId', 'applicationUser',
+  'method', 'path', 'eventType', 'applicationId', 'items', 'subjectId', 'attributes', 'dataPointId', 'applicationUser',
   'includeValues', 'dataStoreName', 'dataStoreServer', 'dataStoreEntityName', 'location', 'data',
 ]);
-const sourceKinds = ['param', 'query', 'header', 'request', 'response'] as const;
+const sourceKinds = ['param', 'query', 'header', 'request', 'response', 'item'] as const;
+const bodyKinds = ['request', 'response'] as const;
 const staticDataKeys = new Set(['regulations', 'tags', 'sensitivity', 'reportOnly', 'accessibility']);
 /**
  * Anything in braces is a placeholder, checked at start: a narrower pattern left `{params.*}`
@@ -180,6 +191,7 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
   if (typeof applicationId !== 'string' || applicationId === '') {
     problems.push(`${at}.applicationId is required (on the route or at the top of the file)`);
   }
+  const items = r.items === undefined ? undefined : compileItems(r.items, at, problems);
 
   const source = (value: unknown, label: string): CompiledSource | undefined => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -196,6 +208,17 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
     if (typeof arg !== 'string') {
       problems.push(`${label}.${kind} must be a string`);
       return undefined;
+    }
+    if (kind === 'item') {
+      if (r.items === undefined) {
+        problems.push(`${label}.item needs ${at}.items (where the list is)`);
+        return undefined;
+      }
+      if (!isJsonPointer(arg)) {
+        problems.push(`${label}.item must be a JSON pointer into the item such as "/id" ("" for the item itself)`);
+        return undefined;
+      }
+      return { kind, pointer: arg, tokens: parsePointer(arg) };
     }
     if (kind === 'request' || kind === 'response') {
       if (!isJsonPointer(arg)) {
@@ -226,10 +249,18 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
   }
 
   const dataPointId = r.dataPointId ?? defaultDataPointTemplate;
+  const itemPlaceholders: Record<string, string[]> = {};
   if (typeof dataPointId !== 'string' || dataPointId === '') {
     problems.push(`${at}.dataPointId must be a template string`);
   } else {
     for (const [, name] of dataPointId.matchAll(placeholder)) {
+      if (name === 'item' || name.startsWith('item/') || name.startsWith('item~')) {
+        const pointer = name.slice('item'.length);
+        if (r.items === undefined) problems.push(`${at}.dataPointId uses {${name}}, which needs ${at}.items (where the list is)`);
+        else if (!isJsonPointer(pointer)) problems.push(`${at}.dataPointId placeholder {${name}} must be {item} followed by a JSON pointer such as {item/id}`);
+        else itemPlaceholders[name] = parsePointer(pointer);
+        continue;
+      }
       const ok = ['applicationId', 'subjectId', 'attribute'].includes(name) || (name.startsWith('params.') && paramNames.has(name.slice(7)));
       if (!ok) problems.push(`${at}.dataPointId uses unknown placeholder {${name}}`);
     }
@@ -262,6 +293,16 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
     }
   }
 
+  // Items whose data points are all alike would be one data point read over and over, each
+  // item's subject and values mixed up in it: a route that cannot say which item is which.
+  if (items && problems.length === before) {
+    const template = dataPointId as string;
+    const perItem = Object.keys(itemPlaceholders).length > 0 || (subjectId?.kind === 'item' && template.includes('{subjectId}'));
+    if (!perItem) {
+      problems.push(`${at}.items: every item would get the same data points; read subjectId from the item ({"item": "/id"}) with {subjectId} in dataPointId, or put {item/…} in dataPointId`);
+    }
+  }
+
   if (problems.length > before) return undefined;
   const all = [subjectId, applicationUser, ...attributes.map((a) => a.source)];
   return {
@@ -271,13 +312,34 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
     segments,
     rest,
     applicationId: applicationId as string,
+    items,
     subjectId,
     applicationUser,
     attributes,
     dataPointId: dataPointId as string,
-    needsRequestBody: all.some((s) => s?.kind === 'request'),
-    needsResponseBody: all.some((s) => s?.kind === 'response'),
+    itemPlaceholders,
+    needsRequestBody: items?.body === 'request' || all.some((s) => s?.kind === 'request'),
+    needsResponseBody: items?.body === 'response' || all.some((s) => s?.kind === 'response'),
   };
+}
+
+function compileItems(value: unknown, at: string, problems: string[]): CompiledRoute['items'] {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    problems.push(`${at}.items must be an object with one of ${bodyKinds.join(', ')} (the body holding the list)`);
+    return undefined;
+  }
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || !(bodyKinds as readonly string[]).includes(keys[0])) {
+    problems.push(`${at}.items must have exactly one of ${bodyKinds.join(', ')} (the body holding the list)`);
+    return undefined;
+  }
+  const body = keys[0] as (typeof bodyKinds)[number];
+  const pointer = (value as Record<string, unknown>)[body];
+  if (typeof pointer !== 'string' || !isJsonPointer(pointer)) {
+    problems.push(`${at}.items.${body} must be a JSON pointer such as "/items" ("" for a top-level array)`);
+    return undefined;
+  }
+  return { body, pointer, tokens: parsePointer(pointer) };
 }
 
 /** First matching route wins, in file order. */
