@@ -47,7 +47,7 @@ test.before(async () => {
       res.end(JSON.stringify(value));
     };
     if (url.pathname === '/users') return json(Number(url.searchParams.get('status') ?? 200), { items: users, next: 'cursor-2' });
-    if (url.pathname === '/export') return json(200, users);
+    if (url.pathname === '/export' || url.pathname.startsWith('/customers/')) return json(200, users);
     // A service whose answer is not the list the route expects.
     if (url.pathname === '/broken') return json(200, { items: users[0] });
     return json(404, { error: 'not here' });
@@ -64,6 +64,8 @@ test.before(async () => {
     routes: [
       { method: 'GET', path: '/export', eventType: 'READ', items: { response: '' }, subjectId: { item: '/id' },
         attributes: { email: { item: '/email' } }, dataStoreName: 'crm-db' },
+      { method: 'GET', path: '/customers/:id/contacts', eventType: 'READ', items: { response: '' }, subjectId: { param: 'id' },
+        attributes: { email: { item: '/email' }, phone: { item: '/phone' } }, dataPointId: '{subjectId}/{attribute}/{item/id}' },
       { method: 'GET', path: '/broken', eventType: 'READ', items: { response: '/items' }, subjectId: { item: '/id' },
         attributes: { email: { item: '/email' } } },
     ],
@@ -162,6 +164,24 @@ test('an answer without the list where the route expects it is counted and logge
   await res.body.dump();
   await waitFor(async () => (await lostEvents(exports, 'items-not-a-list')) === before + 1, { message: 'the loss counted' });
   const warning = exportLog.find((l) => l.reason === 'items-not-a-list');
-  t.like(warning, { level: 40, component: 'proxy', route: 1, items: 'response "/items"', found: 'object', eventsPerItem: 1 });
+  t.like(warning, { level: 40, component: 'proxy', route: 2, items: 'response "/items"', found: 'object', eventsPerItem: 1 });
   t.deepEqual(eventsOf(tag), []);
+});
+
+test('a list route whose path does not decode counts the request once: how many items it showed is not known', async (t) => {
+  const before = await lostEvents(exports, 'undecodable-path');
+  const res = await request(`${exports.proxyUrl}/customers/bad%E0/contacts?count=4`);
+  t.is(res.statusCode, 200);
+  await res.body.dump();
+  await waitFor(async () => (await lostEvents(exports, 'undecodable-path')) === before + 1, { message: 'the loss counted' });
+  t.like(exportLog.find((l) => l.msg === 'events lost: the path does not decode'), { level: 40, route: 1, eventsPerItem: 2 });
+  // And a path that decodes: an event per contact per attribute, told apart by the contact's id.
+  const ok = await request(`${exports.proxyUrl}/customers/c-ok/contacts?count=2&tag=contact`);
+  await ok.body.dump();
+  const events = await waitFor(() => {
+    const found = vault.records.filter((e) => e.subjectId === 'c-ok');
+    return found.length >= 4 ? found : undefined;
+  }, { message: 'four events' });
+  t.deepEqual(events.map((e) => e.dataPointId), ['c-ok/email/contact-0', 'c-ok/phone/contact-0', 'c-ok/email/contact-1', 'c-ok/phone/contact-1']);
+  t.is(await lostEvents(exports, 'undecodable-path'), before + 1);
 });

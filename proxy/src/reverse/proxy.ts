@@ -158,8 +158,11 @@ export class ReverseProxy {
 
     const succeeded = upstream.statusCode >= 200 && upstream.statusCode < 300;
     if (succeeded && match?.undecodable) {
-      this.options.metrics.proxyEventsLost.inc({ reason: 'undecodable-path' }, match.route.attributes.length);
-      this.options.log.warn({ route: match.route.index, eventCount: match.route.attributes.length }, 'events lost: the path does not decode');
+      const { route } = match;
+      // A list route's answer is not read then: how many items it showed nobody knows, so the request counts once.
+      this.options.metrics.proxyEventsLost.inc({ reason: 'undecodable-path' }, route.items ? 1 : route.attributes.length);
+      const count = route.items ? { eventsPerItem: route.attributes.length } : { eventCount: route.attributes.length };
+      this.options.log.warn({ route: route.index, ...count }, 'events lost: the path does not decode');
     }
     const reporting = match !== undefined && succeeded && !match.undecodable;
     // The answer to a HEAD, a 204 or a 205 has no body by definition: it shows nothing, so
