@@ -38,6 +38,12 @@ import { consolePlugin } from '../console/plugin.js';
 
 export interface ServerOptions {
   logger?: Logger | false;
+  /**
+   * Called on the bare instance, before any plugin or route: hooks added later do not reach
+   * routes already registered in plugins. Tests use it to see what handlers answered before
+   * serialisation.
+   */
+  instrument?: (app: FastifyInstance) => void;
 }
 
 /** Header names whose values must never reach a log line. */
@@ -107,6 +113,7 @@ export async function buildServer(vault: Vault, options: ServerOptions = {}): Pr
       request.log.info({ method: request.method, route: 'unmatched', statusCode: status }, 'request completed');
     },
   }) as unknown as FastifyInstance;
+  options.instrument?.(app);
   if (vault.config.trustProxy === true) {
     app.log.warn(
       'VAULT_TRUST_PROXY=true believes every X-Forwarded-For: a client can choose its own address and so evade the ' +

@@ -57,6 +57,8 @@ export interface TestVault {
 
 export interface TestVaultOptions {
   env?: Record<string, string>;
+  /** Hooks of its own a test adds to the server before any route exists (see `ServerOptions`). */
+  instrument?: (app: FastifyInstance) => void;
 }
 
 /** A fresh PostgreSQL database for one test vault; dropped again by the returned function. */
@@ -107,7 +109,7 @@ export async function startTestVault(options: TestVaultOptions = {}): Promise<Te
   });
   const logger = createLogger(config.logLevel, sink);
   const vault = await Vault.open({ config, logger, announce: (m) => logs.push(m) });
-  const app = await buildServer(vault);
+  const app = await buildServer(vault, { instrument: options.instrument });
   await app.ready();
 
   const request = async <T>(method: string, url: string, opts: RequestOptions = {}): Promise<Response<T>> => {
