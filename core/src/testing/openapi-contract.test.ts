@@ -13,7 +13,7 @@ async function serve(contract: Contract, answer: unknown, status = 200) {
     200: { type: 'object', properties: { data: { type: 'object', properties: { id: { type: 'string' }, note: { type: 'string' }, when: { type: 'string', format: 'date-time' } } } } },
     404: { type: 'object', properties: { message: { type: 'string' } } },
   };
-  app.get('/things/:id', { schema: { response } }, async (_request, reply) => reply.status(status).send(answer));
+  app.get('/things/:id', { schema: { response } }, async (_request, reply) => reply.status(status as 200).send(answer));
   await app.ready();
   contract.use(app.swagger() as any);
   const res = await app.inject({ method: 'GET', url: '/things/1' });
