@@ -66,6 +66,69 @@ test('every route the server has is in the document, with its methods', (t) => {
   }
 });
 
+/** Every operation the interface names, as it writes them. */
+const INTERFACE = [
+  'POST /entities', 'GET /entities', 'GET /entities/{entityId}',
+  'POST /datasubjects', 'GET /datasubjects', 'GET /datasubjects/{entityId}',
+  'POST /entities/{entityId}/attributes', 'POST /datasubjects/{entityId}/attributes',
+  'GET /entities/{entityId}/attributes/{attributeKey}', 'GET /datasubjects/{entityId}/attributes/{attributeKey}',
+  'GET /entities/{entityId}/attribute/{attributeKey}', 'GET /datasubjects/{entityId}/attribute/{attributeKey}',
+  'GET /entities/{entityId}/attributes', 'GET /datasubjects/{entityId}/attributes',
+  'DELETE /entities/{entityId}/attributes/{attributeKey}', 'DELETE /datasubjects/{entityId}/attributes/{attributeKey}',
+  'DELETE /datasubjects/{entityId}/data', 'DELETE /entities/{entityId}/data',
+  'GET /data/{dataPointId}', 'DELETE /data/{dataPointId}', 'POST /search',
+  'POST /regulations', 'GET /regulations', 'GET /regulations/{regulationKey}', 'DELETE /regulations/{regulationKey}',
+  'POST /tags', 'GET /tags', 'GET /tags/{tagName}', 'DELETE /tags/{tagName}',
+  'POST /entitytypes', 'GET /entitytypes', 'GET /entitytypes/{typeKey}', 'DELETE /entitytypes/{typeKey}',
+  'POST /rules', 'GET /rules', 'GET /rules/{ruleName}', 'DELETE /rules/{ruleName}',
+  'POST /auditlogs', 'POST /auditlogs/bulk',
+];
+
+test('every operation of the interface is in the document, under the interface\'s own path and parameter names', (t) => {
+  for (const operation of INTERFACE) {
+    const [method, path] = operation.split(' ');
+    t.truthy(doc.paths[path]?.[method.toLowerCase()], `${operation} is documented`);
+  }
+});
+
+/** The statuses the interface names for its operations (the datasubjects forms add their 400s). */
+const INTERFACE_STATUSES: Record<string, number[]> = {
+  'GET /entities/{entityId}': [200, 404],
+  'GET /datasubjects/{entityId}': [200, 400, 404],
+  'POST /entities/{entityId}/attributes': [200, 400, 403, 409, 413, 422],
+  'POST /datasubjects/{entityId}/attributes': [200, 400, 403, 409, 413, 422],
+  'GET /entities/{entityId}/attributes/{attributeKey}': [200, 400, 403, 404],
+  'GET /datasubjects/{entityId}/attributes/{attributeKey}': [200, 400, 403, 404],
+  'GET /datasubjects/{entityId}/attributes': [200, 400],
+  'DELETE /entities/{entityId}/attributes/{attributeKey}': [200, 403, 404],
+  'DELETE /datasubjects/{entityId}/attributes/{attributeKey}': [200, 400, 403, 404],
+  'DELETE /datasubjects/{entityId}/data': [200, 400, 404],
+  'GET /data/{dataPointId}': [200, 400, 403, 404],
+  'DELETE /data/{dataPointId}': [200, 403, 404],
+  'POST /search': [200, 404],
+  'POST /regulations': [402],
+  'GET /regulations/{regulationKey}': [200, 404],
+  'DELETE /regulations/{regulationKey}': [200, 404],
+  'POST /tags': [201],
+  'GET /tags/{tagName}': [200, 404],
+  'DELETE /tags/{tagName}': [200, 404, 409],
+  'GET /entitytypes/{typeKey}': [200, 404],
+  'DELETE /entitytypes/{typeKey}': [200, 404, 405, 409],
+  'POST /rules': [400, 402, 422],
+  'GET /rules/{ruleName}': [200, 404],
+  'DELETE /rules/{ruleName}': [200, 404],
+  'POST /auditlogs': [200, 400, 403, 409, 422],
+  'POST /auditlogs/bulk': [200, 400, 409],
+};
+
+test('every status the interface names for an operation is one the document lists for it', (t) => {
+  for (const [operation, statuses] of Object.entries(INTERFACE_STATUSES)) {
+    const [method, path] = operation.split(' ');
+    const op = doc.paths[path]?.[method.toLowerCase()];
+    for (const status of statuses) t.true(op !== undefined && declared(op, status), `${operation} lists ${status}`);
+  }
+});
+
 test('every operation states its security: health, readiness and metrics need no key, everything else a bearer key', (t) => {
   t.deepEqual(doc.security, [{ apiKey: [] }]);
   t.deepEqual(doc.components.securitySchemes.apiKey, { type: 'http', scheme: 'bearer' });
