@@ -57,6 +57,7 @@ export const eventSchema = {
 
 const summarySchema = {
   type: 'object',
+  required: ['eventType', 'dataPointId', 'subjectId', 'attribute'],
   properties: {
     eventType: { type: 'string' },
     dataPointId: { type: 'string' },
@@ -64,7 +65,7 @@ const summarySchema = {
     attribute: { type: 'string' },
     subPoints: {
       type: 'array',
-      items: { type: 'object', properties: { attribute: { type: 'string' }, dataPointId: { type: 'string' } } },
+      items: { type: 'object', required: ['attribute', 'dataPointId'], properties: { attribute: { type: 'string' }, dataPointId: { type: 'string' } } },
     },
   },
 } as const;

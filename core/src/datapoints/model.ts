@@ -88,12 +88,16 @@ const pointProperties = {
   structureRootId: { type: 'string', nullable: true },
 } as const;
 
+/** Every member but `value` is always there: `required`, so generated clients need not guess. */
+const pointRequired = Object.keys(pointProperties);
+
 export const dataPointSchema = {
   type: 'object',
+  required: pointRequired,
   properties: { ...pointProperties, value: { description: 'Decrypted value, as stored (string, number, boolean or structure)' } },
 } as const;
 
-export const searchResultSchema = { type: 'object', properties: pointProperties } as const;
+export const searchResultSchema = { type: 'object', required: pointRequired, properties: pointProperties } as const;
 
 export interface Labels {
   tags: Map<string, string[]>;

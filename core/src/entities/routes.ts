@@ -6,6 +6,7 @@ import type { EntityInput, EntityListOptions, ResolvedEntity } from './service.j
 
 const entity = {
   type: 'object',
+  required: ['id', 'type', 'tags', 'legalHold', 'created', 'updated'],
   properties: {
     id: { type: 'string' },
     type: { type: 'string' },

@@ -6,6 +6,7 @@ import type { EntityTypeInput } from './service.js';
 
 const entityType = {
   type: 'object',
+  required: ['key', 'name', 'description', 'createdDate', 'modifiedDate'],
   properties: {
     key: { type: 'string' },
     name: { type: 'string', nullable: true },

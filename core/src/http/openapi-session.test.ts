@@ -286,6 +286,46 @@ test.serial('activity, alerts and stats', async (t) => {
   await call(t, 'GET', '/stats', { apiKey: user.key }, 200);
 });
 
+test.serial('answers of every shape: nested rules, lists in structures, change records, paging, a rolled key kept', async (t) => {
+  const nested = {
+    key: 'tag-vip-phones',
+    name: 'Tag VIP phones',
+    type: 'data',
+    constraint: { type: 'all', constraints: [{ type: 'attribute', operator: 'any', attributes: ['CONTACTS'] }, { type: 'any', constraints: [{ type: 'user', attribute: 'NUMBER', predicate: 'gt', value: '10' }, { type: 'geolocation', operator: 'none', countries: ['DE'] }] }] },
+    action: { type: 'entityTag', tag: 'has-contacts', status: true },
+  };
+  await call(t, 'POST', '/attributes', { body: { key: 'CONTACTS', schema: { '[phones]': 'string', owner: { name: 'string' } }, indexed: true } }, 201);
+  await call(t, 'POST', '/rules', { body: nested }, 201);
+  const rule = (await call(t, 'GET', '/rules/{ruleName}', { params: { ruleName: 'Tag VIP phones' } }, 200)).body.data;
+  t.like(rule, { ...nested, executionOrder: rule.executionOrder });
+  t.deepEqual(rule.constraint, nested.constraint, 'a nested constraint comes back as sent');
+  const contacts = { attribute: 'CONTACTS', value: { phones: ['555-1', '555-2'], owner: { name: 'Alice' } } };
+  const stored = await call(t, 'POST', '/entities/{entityId}/attributes', { params: { entityId: 'alice' }, headers: enc(), body: { data: [contacts], origin: 'US' } }, 200);
+  t.deepEqual(stored.body.data.find((p: any) => p.attribute === 'CONTACTS').value, contacts.value);
+  const subs = await call(t, 'POST', '/search', { body: { query: { values: [{ attribute: 'CONTACTS.phones', value: '555-2' }] } } }, 200);
+  t.truthy(subs.body.data[0]?.structureRootId, 'a sub-point names its root');
+  t.true((await call(t, 'GET', '/entities/{entityId}', { params: { entityId: 'alice' } }, 200)).body.data.tags.includes('has-contacts'));
+
+  const page = await call(t, 'GET', '/entities', { query: { page: '0', count: '2' } }, 200);
+  t.is(page.body.data.length, 2);
+  const rolled = await call(t, 'POST', '/applications/{id}/key', { params: { id: user.id }, body: { keepPreviousForSeconds: 600 } }, 200);
+  user.key = rolled.body.data.apiKey;
+  t.truthy((await call(t, 'GET', '/applications/{id}', { params: { id: user.id } }, 200)).body.data.previousKeyValidUntil);
+  await call(t, 'GET', '/applications', {}, 200);
+
+  await call(t, 'DELETE', '/rules/{ruleName}', { params: { ruleName: 'no-deletes' } }, 200);
+  const event = { subjectId: 'carol', applicationId: 'crm', applicationUser: 'agent-7', dataStoreName: 'crm', dataStoreServer: 'db1', dataStoreEntityName: 'people', location: { country: 'US', subdivision: 'CA', city: 'Oakland' } };
+  await call(t, 'POST', '/auditlogs', { body: { ...event, eventType: 'UPDATE', dataPointId: 'ext-1', data: { value: '555-0199' } } }, 200);
+  await call(t, 'POST', '/auditlogs', { body: { ...event, eventType: 'DELETE', dataPointId: 'ext-1' } }, 200);
+  const everything = await call(t, 'GET', '/activity', { query: { order: 'newest', count: '1000' } }, 200);
+  const kinds = new Set(everything.body.data.map((r: any) => r.eventType));
+  for (const kind of ['READ', 'STORE', 'UPDATE', 'DELETE', 'CHANGE']) t.true(kinds.has(kind), `the log holds ${kind} records`);
+  t.true(everything.body.data.some((r: any) => r.change?.fields), 'change records carry what they set');
+  await call(t, 'GET', '/activity/verify', { query: { head: (await call(t, 'GET', '/activity/head', {}, 200)).body.data.sequence + ':' + '0'.repeat(64) } }, 200);
+  await call(t, 'GET', '/alerts', { query: { count: '1000' } }, 200);
+  await call(t, 'GET', '/stats', {}, 200);
+});
+
 test.serial('deletes', async (t) => {
   const del = (template: string, params: Record<string, string>, status: number, message?: string, apiKey?: string) =>
     call(t, 'DELETE', template, { params, apiKey }, status, message);
@@ -309,7 +349,8 @@ test.serial('deletes', async (t) => {
   await del('/entities/{entityId}/data', { entityId: 'gadget' }, 200);
   await del('/entitytypes/{typeKey}', { typeKey: 'device' }, 200);
 
-  await del('/attributes/{attributeKey}', { attributeKey: 'EMAIL' }, 409);
+  await del('/attributes/{attributeKey}', { attributeKey: 'EMAIL' }, 409, 'Cannot delete attribute, because it is referenced by rule');
+  await del('/attributes/{attributeKey}', { attributeKey: 'ADDRESS' }, 409, 'Cannot delete attribute, because it is in use');
   await del('/rules/{ruleName}', { ruleName: 'vip-watch' }, 200);
   await del('/rules/{ruleName}', { ruleName: 'vip-watch' }, 404, 'Rule not found');
   await del('/tags/{tagName}', { tagName: 'vip' }, 200);

@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http';
 
 export const errorBody = {
   type: 'object',
+  required: ['statusCode', 'error', 'message'],
   properties: {
     statusCode: { type: 'integer' },
     error: { type: 'string' },

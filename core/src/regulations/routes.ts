@@ -6,6 +6,7 @@ import type { RegulationInput } from './service.js';
 
 const regulation = {
   type: 'object',
+  required: ['key', 'name', 'url', 'createdDate', 'modifiedDate'],
   properties: {
     key: { type: 'string' },
     name: { type: 'string', nullable: true },

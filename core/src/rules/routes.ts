@@ -11,6 +11,8 @@ const freeForm = { type: 'object', additionalProperties: true } as const;
 
 const rule = {
   type: 'object',
+  // `name` and `type` are returned only when they were sent: a rule comes back as sent.
+  required: ['key', 'constraint', 'action', 'executionOrder', 'createdDate', 'modifiedDate'],
   additionalProperties: true,
   properties: {
     key: { type: 'string' },

@@ -5,6 +5,7 @@ import type { Vault } from '../vault.js';
 
 const tag = {
   type: 'object',
+  required: ['name', 'createdDate', 'modifiedDate'],
   properties: { name: { type: 'string' }, createdDate: isoDate, modifiedDate: isoDate },
 } as const;
 
