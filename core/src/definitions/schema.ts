@@ -24,6 +24,19 @@ const MAX_DEPTH = 32;
  */
 export const MAX_PATH_LENGTH = 256;
 export const PATH_TOO_LONG_MESSAGE = `Sub-attribute paths (KEY.sub.leaf) may be at most ${MAX_PATH_LENGTH} characters`;
+/**
+ * The longest sub-point attribute a store writes. Definitions made before MAX_PATH_LENGTH may
+ * have longer paths; those up to this one stored then and still do, while a longer one would
+ * overflow PostgreSQL's btree entry on (attribute, blind index, date, id) (2,704 bytes, about
+ * 2,580 characters of path), so it is refused on both dialects before anything is written.
+ */
+export const MAX_STORED_PATH_LENGTH = 2048;
+
+function storedPathTooLong(path: string): VaultError {
+  return badRequest(
+    `Sub-attribute path ${path.slice(0, 64)}… is over ${MAX_STORED_PATH_LENGTH} characters, too long to store: sub-attribute paths may be at most ${MAX_PATH_LENGTH} characters`,
+  );
+}
 export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]+$/;
 const ALIASES: Record<string, Primitive> = { integer: 'int', number: 'float', double: 'float', bool: 'boolean' };
 
@@ -161,6 +174,8 @@ function walk(schema: Schema, value: unknown, attribute: string, statuses: Value
     const spec = byName.get(key);
     if (!spec) throw new VaultError(statuses.unknownSubAttribute, `Unknown sub-attribute ${path}`);
     if (sub === null || sub === undefined) continue;
+    // Only a definition stored before the limit can have such a path (paths are ASCII).
+    if (path.length > MAX_STORED_PATH_LENGTH) throw storedPathTooLong(path);
     if (spec.list) {
       if (!Array.isArray(sub)) throw new VaultError(statuses.mismatch, `Expected list for value of attribute ${path}`);
       for (const item of sub) walk(spec.schema, item, path, statuses, leaves, depth + 1);
