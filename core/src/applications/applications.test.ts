@@ -85,6 +85,21 @@ test('bad application bodies are 400', async (t) => {
   t.is(badAttr.body.message, 'Application attributes must be attribute keys or "*"');
 });
 
+test('an application name with a control character is refused, and no application is made', async (t) => {
+  const names = ['crm\u001b[2J', 'next\u0085line', 'two\nlines', 'del\u007f'];
+  for (const name of names) {
+    const res = await v.request('POST', '/applications', { body: { name } });
+    t.is(res.status, 400, JSON.stringify(name));
+    t.is(res.body.message, 'Application name must be at most 256 characters, without control characters');
+  }
+  const listed = (await v.request('GET', '/applications')).body.data.map((a: { name: string }) => a.name);
+  t.false(listed.some((n: string) => names.includes(n)));
+  // Whitespace around a name is trimmed as before, a line break at its end included.
+  const trimmed = await v.request('POST', '/applications', { body: { name: ' Facturation “B2B” 🧾\n' } });
+  t.is(trimmed.status, 201);
+  t.is(trimmed.body.data.name, 'Facturation “B2B” 🧾');
+});
+
 test('hostile bodies never cause a 5xx', async (t) => {
   await fuzzRoutes(t, v, [
     { method: 'POST', url: '/applications' },

@@ -81,6 +81,7 @@ test('bad changes are refused and change nothing', async (t) => {
   const cases: Array<[unknown, string | RegExp]> = [
     [{}, /must NOT have fewer than 1 properties/],
     [{ name: '   ' }, 'Application name is required'],
+    [{ name: 'bell\u0007' }, 'Application name must be at most 256 characters, without control characters'],
     [{ attributes: ['no spaces allowed'] }, 'Application attributes must be attribute keys or "*"'],
     [{ apiKey: 'a-key-changed-by-patch-0123' }, /must NOT have additional properties/],
     [{ admin: 'yes' }, /must be boolean/],
@@ -102,6 +103,19 @@ test('bad changes are refused and change nothing', async (t) => {
   const rollByNonAdmin = await v.request('POST', `/applications/${id}/key`, { apiKey, body: {} });
   t.is(rollByNonAdmin.status, 403);
   t.true(await signsIn(apiKey), 'its key still works');
+});
+
+test('an application named with control characters before the check keeps its name through changes of its other members', async (t) => {
+  const { id } = await createApplication({ attributes: [EMAIL] });
+  await v.vault.db.updateTable('applications').set({ name: 'old\u001bname' }).where('id', '=', id).execute();
+  // As the console sends a change: the name with it.
+  const changed = await v.request('PATCH', `/applications/${id}`, { body: { name: 'old\u001bname', attributes: [EMAIL, PHONE] } });
+  t.is(changed.status, 200, JSON.stringify(changed.body));
+  t.like(changed.body.data, { name: 'old\u001bname', attributes: [EMAIL, PHONE] });
+  const renamed = await v.request('PATCH', `/applications/${id}`, { body: { name: 'new\u001bname' } });
+  t.is(renamed.status, 400);
+  t.is(renamed.body.message, 'Application name must be at most 256 characters, without control characters');
+  t.is((await v.request('GET', `/applications/${id}`)).body.data.name, 'old\u001bname');
 });
 
 test('a rolled key replaces the old one at once; what the application does stays under its id', async (t) => {

@@ -4,6 +4,7 @@ import type { Caller } from '../access/caller.js';
 import { dialectOf, forUpdateOnPostgres, isUniqueViolation, lockForTransaction } from '../db/dialect.js';
 import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
+import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { FreshCache } from '../util/fresh-cache.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
@@ -47,10 +48,20 @@ export const KEY_IN_USE = 'API key is already in use';
 /** The longest a replaced key may stay valid: long enough for a release cycle, short enough to end. */
 export const MAX_KEEP_PREVIOUS_SECONDS = 30 * 24 * 3600;
 
+const NAME_MAX = 256;
+const NAME_MESSAGE = `Application name must be at most ${NAME_MAX} characters, without control characters`;
+
+/** Control characters are checked apart (`checkNewName`): a name stored before may be kept. */
 function checkName(name: string | undefined): string {
   const trimmed = name?.trim();
   if (!trimmed) throw badRequest('Application name is required');
+  // The routes' schemas stop longer ones; the command line reaches here directly.
+  if (longerThan(trimmed, NAME_MAX)) throw badRequest(NAME_MESSAGE);
   return trimmed;
+}
+
+function checkNewName(name: string | undefined, stored?: string): void {
+  if (name !== undefined && name !== stored && hasControlCharacter(name)) throw badRequest(NAME_MESSAGE);
 }
 
 function storedAttributes(attributes: string[]): string {
@@ -124,6 +135,7 @@ export class ApplicationService {
   /** `actor` undefined: the vault's own first admin, which is not recorded (a fresh vault's log is empty). */
   async create(actor: ChangeActor | undefined, input: CreateApplicationInput): Promise<{ application: Application; apiKey: string }> {
     const name = checkName(input.name);
+    checkNewName(name);
     const attributes = storedAttributes(input.attributes ?? ['*']);
     const apiKey = input.apiKey ?? generateApiKey();
     checkApiKey(apiKey);
@@ -167,6 +179,8 @@ export class ApplicationService {
     const row = await this.db.transaction().execute(async (trx) => {
       if (changes.admin === 0) await lockForTransaction(trx, ADMINS_LOCK);
       const current = await this.lockedApplication(trx, id);
+      // The console sends the name with every change: one stored before the check is kept.
+      checkNewName(changes.name, current.name);
       if (current.admin === 1 && changes.admin === 0) await this.refuseLastAdmin(trx, 'Cannot demote the last admin application');
       const updated = { ...current, ...changes, modified_date: nowIso() };
       await trx.updateTable('applications').set({ ...changes, modified_date: updated.modified_date }).where('id', '=', id).execute();

@@ -82,6 +82,36 @@ test('entity type keys are checked', async (t) => {
   t.is(res.body.message, 'Entity type key must contain only alphanumeric characters, hyphens and underscores');
 });
 
+test('an entity type name with a control character is refused; a description may hold lines', async (t) => {
+  const message = 'Entity type name must be a string of at most 1024 characters, without control characters';
+  for (const name of ['red\u001b[31m', 'next\u0085line', 'two\nlines', 'tab\there']) {
+    const res = await v.request('POST', '/entitytypes', { body: { key: 'ctl-type', name } });
+    t.is(res.status, 400, JSON.stringify(name));
+    t.is(res.body.message, message);
+  }
+  t.is((await v.request('GET', '/entitytypes/ctl-type')).status, 404, 'nothing created');
+  const created = await v.request('POST', '/entitytypes', { body: { key: 'ctl-type', name: 'Société “Ltd” 🏢', description: 'Line one\n\tline two' } });
+  t.is(created.status, 201);
+  t.like(created.body.data, { name: 'Société “Ltd” 🏢', description: 'Line one\n\tline two' });
+  const renamed = await v.request('POST', '/entitytypes', { body: { key: 'ctl-type', name: 'bell\u0007' } });
+  t.is(renamed.status, 400);
+  t.is(renamed.body.message, message);
+  t.is((await v.request('GET', '/entitytypes/ctl-type')).body.data.name, 'Société “Ltd” 🏢', 'unchanged');
+});
+
+test('an entity type named with control characters before the check still loads, and is edited by posting it back', async (t) => {
+  const now = nowIso();
+  await v.vault.db.insertInto('entity_types').values({ key: 'legacy-type', name: 'old\u001bname', description: null, system: 0, created_date: now, modified_date: now }).execute();
+  const read = await v.request('GET', '/entitytypes/legacy-type');
+  t.is(read.status, 200);
+  t.is(read.body.data.name, 'old\u001bname');
+  const edited = await v.request('POST', '/entitytypes', { body: { ...read.body.data, description: 'edited' } });
+  t.is(edited.status, 201, JSON.stringify(edited.body));
+  t.like(edited.body.data, { name: 'old\u001bname', description: 'edited' });
+  const fixed = await v.request('POST', '/entitytypes', { body: { key: 'legacy-type', name: 'new name' } });
+  t.is(fixed.body.data.name, 'new name');
+});
+
 test('hostile bodies never cause a 5xx', async (t) => {
   await fuzzRoutes(t, v, [
     { method: 'POST', url: '/entitytypes' },

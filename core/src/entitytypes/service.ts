@@ -4,6 +4,7 @@ import type { Database, EntityTypesTable } from '../db/schema.js';
 import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 
 export const DATASUBJECT = 'datasubject';
@@ -23,6 +24,13 @@ export interface EntityTypeInput {
 }
 
 export const ENTITY_TYPE_KEY = /^[A-Za-z0-9_-]{1,128}$/;
+const NAME_MAX = 1024;
+const NAME_MESSAGE = `Entity type name must be a string of at most ${NAME_MAX} characters, without control characters`;
+
+/** Control characters are checked against what is stored (see `upsert`); the rest here. */
+function checkName(name: unknown): void {
+  if (name !== undefined && name !== null && (typeof name !== 'string' || longerThan(name, NAME_MAX))) throw badRequest(NAME_MESSAGE);
+}
 
 function toEntityType(row: EntityTypesTable): EntityType {
   return { key: row.key, name: row.name, description: row.description, createdDate: row.created_date, modifiedDate: row.modified_date };
@@ -49,6 +57,7 @@ export class EntityTypeService {
     if (typeof input.key !== 'string' || !ENTITY_TYPE_KEY.test(input.key)) {
       throw badRequest('Entity type key must contain only alphanumeric characters, hyphens and underscores');
     }
+    checkName(input.name);
     const now = nowIso();
     // An update changes what the body names: a client making sure a type exists, with its key
     // alone, does not wipe the name an operator gave it. `null` clears.
@@ -74,6 +83,9 @@ export class EntityTypeService {
         // Absent: deleted between the two statements, so it is created after all.
         if (before) break;
       }
+      // A name with control characters is refused unless it is the one already stored: a
+      // client posting back the type it read, to change its description, keeps working.
+      if (typeof changes.name === 'string' && hasControlCharacter(changes.name) && changes.name !== before?.name) throw badRequest(NAME_MESSAGE);
       if (before) {
         await trx
           .updateTable('entity_types')

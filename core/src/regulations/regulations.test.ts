@@ -111,6 +111,9 @@ test('bad regulation bodies are 400 and create nothing', async (t) => {
     [{ key: 42 }, /^Regulation key must contain only alphanumeric characters, hyphens and underscores$/],
     [{ key: 'K'.repeat(129) }, /^Regulation key must contain only alphanumeric characters, hyphens and underscores$/],
     [{ key: 'BADNAME', name: 'a\u0000b' }, /^Strings may not contain NUL characters$/],
+    [{ key: 'BADNAME', name: 'red\u001b[31m' }, /^Regulation name must be a string of at most 1024 characters, without control characters$/],
+    [{ key: 'BADNAME', name: 'csi\u009b2J' }, /^Regulation name must be a string of at most 1024 characters, without control characters$/],
+    [{ key: 'BADNAME', name: 'two\r\nlines' }, /^Regulation name must be a string of at most 1024 characters, without control characters$/],
     [{ key: 'BADURL', url: 7 }, /must be string/],
     [{ key: 'EXTRA', colour: 'red' }, /must NOT have additional properties/],
   ];
@@ -120,6 +123,22 @@ test('bad regulation bodies are 400 and create nothing', async (t) => {
     t.regex(res.body.message, message);
   }
   for (const key of ['BADNAME', 'BADURL', 'EXTRA']) t.is((await v.request('GET', `/regulations/${key}`)).status, 404);
+});
+
+test('a regulation named with control characters before the check still loads, is edited by posting it back, and renamed only to a clean name', async (t) => {
+  const now = new Date().toISOString();
+  await v.vault.db.insertInto('regulations').values({ key: 'LEGACY_REG', name: 'old\u0007name', url: null, builtin: 0, created_date: now, modified_date: now }).execute();
+  const read = await v.request('GET', '/regulations/LEGACY_REG');
+  t.is(read.status, 200);
+  t.is(read.body.data.name, 'old\u0007name');
+  const edited = await v.request('POST', '/regulations', { body: { ...read.body.data, url: 'https://example.org/' } });
+  t.is(edited.status, 200, JSON.stringify(edited.body));
+  const renamed = await v.request('POST', '/regulations', { body: { key: 'LEGACY_REG', name: 'other\u0007name' } });
+  t.is(renamed.status, 400);
+  t.is(renamed.body.message, 'Regulation name must be a string of at most 1024 characters, without control characters');
+  t.like((await v.request('GET', '/regulations/LEGACY_REG')).body.data, { name: 'old\u0007name', url: 'https://example.org/' });
+  t.is((await v.request('POST', '/regulations', { body: { key: 'LEGACY_REG', name: 'Règlement “propre”' } })).status, 200);
+  t.is((await v.request('GET', '/regulations/LEGACY_REG')).body.data.name, 'Règlement “propre”');
 });
 
 test('the licence limits custom regulations, race-free; built-ins and updates do not count', async (t) => {

@@ -5,6 +5,7 @@ import { badRequest, conflict, notFound, paymentRequired } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
+import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 
 export interface Regulation {
@@ -22,6 +23,8 @@ export interface RegulationInput {
 }
 
 export const REGULATION_KEY = /^[A-Za-z0-9_-]{1,128}$/;
+const NAME_MAX = 1024;
+const NAME_MESSAGE = `Regulation name must be a string of at most ${NAME_MAX} characters, without control characters`;
 
 /** Shipped with the vault; they never count against the licence's custom regulations. */
 export const BUILTIN_REGULATIONS: ReadonlyArray<{ key: string; name: string; url: string }> = [
@@ -80,6 +83,7 @@ export class RegulationService {
       throw badRequest('Regulation key must contain only alphanumeric characters, hyphens and underscores');
     }
     const key = input.key;
+    if (input.name !== undefined && input.name !== null && (typeof input.name !== 'string' || longerThan(input.name, NAME_MAX))) throw badRequest(NAME_MESSAGE);
     // An update changes what the body names: a client making sure a regulation exists, with
     // its key alone, does not wipe a built-in's name and address. `null` clears.
     const changes = {
@@ -98,6 +102,9 @@ export class RegulationService {
         // Locked on PostgreSQL: concurrent updates (through any process) take turns, each
         // comparing against what the one before it committed, so a change sent twice is recorded once.
         const existing = await forUpdateOnPostgres(this.dialect, trx.selectFrom('regulations').select(['key', 'name', 'url']).where('key', '=', key)).executeTakeFirst();
+        // Control characters only as the name already stored: ViziVault clients post back the
+        // whole regulation they read, and one named before this check must stay editable.
+        if (typeof changes.name === 'string' && hasControlCharacter(changes.name) && changes.name !== existing?.name) throw badRequest(NAME_MESSAGE);
         if (existing) {
           await trx.updateTable('regulations').set({ ...changes, modified_date: now }).where('key', '=', key).execute();
           await recordUpsert(this.activity, trx, actor, { target: 'regulation', id: key, before: existing, after: { ...existing, ...changes }, keys: ['name', 'url'] }, now);

@@ -5,6 +5,7 @@
 import { badRequest } from '../errors.js';
 import { parseIsoDate } from '../util/time.js';
 import { absent, checkUnknownMembers, clip, isObject, longerThan, MAX_LIST, MAX_MESSAGE, MAX_NAME, type Json } from './compile-input.js';
+import { listNamesMessage, valueAttributeMessage } from './compile-names.js';
 import { countryCode, subdivisionCode } from './countries.js';
 import type { EventType } from './engine.js';
 import { EVENT_TYPES, PREDICATES, type Constraint, type ListOperator, type Predicate, type RuleReferences, type RuleType } from './model.js';
@@ -50,7 +51,7 @@ function listOperator(value: unknown, label: string, allowAll: boolean): ListOpe
 function nameList(value: unknown, label: string): string[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw badRequest(`Constraint ${label} list must be specified as an array`);
   if (value.length > MAX_LIST) throw badRequest(`Constraint ${label} list may hold at most ${MAX_LIST} names`);
-  if (!value.every(isName)) throw badRequest(`Constraint ${label} names must be 1 to ${MAX_NAME} characters`);
+  if (!value.every(isName)) throw badRequest(listNamesMessage(label));
   return [...new Set(value as string[])];
 }
 
@@ -179,7 +180,7 @@ function describe(value: unknown): string {
 function parseEntityValue(input: Json, refs: RuleReferences): Constraint {
   const { attribute, value } = input;
   if (typeof attribute !== 'string') throw badRequest('Entity value constraint attribute must be specified as a string');
-  if (!isName(attribute)) throw badRequest(`Entity value constraint attribute must be 1 to ${MAX_NAME} characters`);
+  if (!isName(attribute)) throw badRequest(valueAttributeMessage());
   if (absent(value)) throw badRequest('No value specified for entity value constraint');
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
     throw badRequest('Entity value constraint value must be a string, number or boolean');

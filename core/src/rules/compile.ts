@@ -9,6 +9,7 @@ import { badRequest } from '../errors.js';
 import { valueTooDeep } from '../util/json-safety.js';
 import { parseAction } from './compile-action.js';
 import { MAX_DEPTH, parseConstraint } from './compile-constraint.js';
+import { ruleKeyMessage, ruleNameMessage } from './compile-names.js';
 import { absent, clip, isObject, longerThan, MAX_NAME, type Json } from './compile-input.js';
 import type { CompiledRule, RuleReferences, RuleType } from './model.js';
 
@@ -41,8 +42,8 @@ export function parseRule(input: unknown): ParsedRule {
   }
   const { key, name, type, constraint, action, executionOrder } = input;
   if (typeof key !== 'string' || key.trim() === '') throw badRequest('Rule key is required');
-  if (longerThan(key, MAX_NAME)) throw badRequest(`Rule key must be at most ${MAX_NAME} characters`);
-  if (!absent(name) && (typeof name !== 'string' || longerThan(name, MAX_NAME))) throw badRequest(`Rule name must be a string of at most ${MAX_NAME} characters`);
+  if (longerThan(key, MAX_NAME)) throw badRequest(ruleKeyMessage());
+  if (!absent(name) && (typeof name !== 'string' || longerThan(name, MAX_NAME))) throw badRequest(ruleNameMessage());
   if (!absent(type) && type !== 'data' && type !== 'activity') throw badRequest('Rule type must be data or activity');
   if (!absent(executionOrder) && (!Number.isSafeInteger(executionOrder) || Math.abs(executionOrder as number) > 1_000_000_000)) {
     throw badRequest('Rule executionOrder must be an integer');

@@ -165,12 +165,12 @@ const refusals: Array<[string, unknown, number, string]> = [
   ['no tag list', { key: 'K', constraint: { type: 'tag', operator: 'any' }, action: alert }, 400, 'Constraint tag list must be specified as an array'],
   ['regulation list of numbers', { key: 'K', constraint: { type: 'regulation', operator: 'any', regulations: [1] }, action: alert }, 400, 'Constraint regulation list must be specified as an array'],
   // The list is an array; what is wrong is a name in it, so the message says so.
-  ['an attribute name over 256 characters', { key: 'K', constraint: { type: 'attribute', operator: 'any', attributes: ['EMAIL', 'A'.repeat(257)] }, action: alert }, 400, 'Constraint attribute names must be 1 to 256 characters'],
-  ['an empty attribute name', { key: 'K', constraint: { type: 'attribute', operator: 'any', attributes: [''] }, action: alert }, 400, 'Constraint attribute names must be 1 to 256 characters'],
-  ['a tag name over 256 characters', { key: 'K', constraint: { type: 'tag', operator: 'any', tags: ['t'.repeat(257)] }, action: alert }, 400, 'Constraint tag names must be 1 to 256 characters'],
-  ['an entity type name over 256 characters', { key: 'K', constraint: { type: 'entityType', entityTypes: ['e'.repeat(257)] }, action: alert }, 400, 'Constraint entity type names must be 1 to 256 characters'],
+  ['an attribute name over 256 characters', { key: 'K', constraint: { type: 'attribute', operator: 'any', attributes: ['EMAIL', 'A'.repeat(257)] }, action: alert }, 400, 'Constraint attribute names must be 1 to 256 characters, without control characters'],
+  ['an empty attribute name', { key: 'K', constraint: { type: 'attribute', operator: 'any', attributes: [''] }, action: alert }, 400, 'Constraint attribute names must be 1 to 256 characters, without control characters'],
+  ['a tag name over 256 characters', { key: 'K', constraint: { type: 'tag', operator: 'any', tags: ['t'.repeat(257)] }, action: alert }, 400, 'Constraint tag names must be 1 to 256 characters, without control characters'],
+  ['an entity type name over 256 characters', { key: 'K', constraint: { type: 'entityType', entityTypes: ['e'.repeat(257)] }, action: alert }, 400, 'Constraint entity type names must be 1 to 256 characters, without control characters'],
   ['an attribute list of 1001 names', { key: 'K', constraint: { type: 'attribute', operator: 'any', attributes: Array.from({ length: 1001 }, (_, i) => `A${i}`) }, action: alert }, 400, 'Constraint attribute list may hold at most 1000 names'],
-  ['an entity value attribute over 256 characters', { key: 'K', constraint: { type: 'user', attribute: 'A'.repeat(257), value: '1' }, action: alert }, 400, 'Entity value constraint attribute must be 1 to 256 characters'],
+  ['an entity value attribute over 256 characters', { key: 'K', constraint: { type: 'user', attribute: 'A'.repeat(257), value: '1' }, action: alert }, 400, 'Entity value constraint attribute must be 1 to 256 characters, without control characters'],
   ['geolocation without lists', { key: 'K', constraint: { type: 'geolocation', operator: 'any' }, action: alert }, 400, 'Neither countries nor subdivisions specified for geolocation constraint'],
   ['geolocation with empty lists', { key: 'K', constraint: { type: 'geolocation', operator: 'any', countries: [], subdivisions: [] }, action: alert }, 400, 'Neither countries nor subdivisions specified for geolocation constraint'],
   ['countries a string', { key: 'K', constraint: { type: 'geolocation', operator: 'any', countries: 'US' }, action: alert }, 400, 'Geolocation constraint country list must be an array'],
@@ -371,7 +371,7 @@ test('the key and name of a rule, and the names it lists, are counted in charact
   t.is((await v.request('DELETE', `/rules/${encodeURIComponent(key)}`)).status, 200);
   const tooLong = await v.request('POST', '/rules', { body: { ...body, key: '\u{1F600}'.repeat(257) } });
   t.is(tooLong.status, 400);
-  t.is(tooLong.body.message, 'Rule key must be at most 256 characters');
+  t.is(tooLong.body.message, 'Rule key must be at most 256 characters, without control characters');
 });
 
 test('a rule changed by another vault process is seen at once', async (t) => {

@@ -22,7 +22,8 @@ import type { ActivityLog } from '../activity/log.js';
 import { findDefinitions } from '../definitions/repository.js';
 import { hasSubAttribute } from '../definitions/schema.js';
 import { parseRule } from './compile.js';
-import { actionGroup, type StoredRule } from './model.js';
+import { checkRuleNames, hasControlNames } from './compile-names.js';
+import { actionGroup, type CompiledRule, type StoredRule } from './model.js';
 import type { RulesTable } from './tables.js';
 
 /** The rules' version stamp as a column of a statement the caller runs anyway (see `ruleSet`). */
@@ -82,7 +83,8 @@ export class RuleService {
     const parsed = parseRule(input);
     const { rule } = parsed;
     // The tags its actions apply are created with the rule: the rule of every path that creates
-    // tags. Checked here rather than in parseRule, so a rule stored before it still loads.
+    // tags. Checked here, as control characters in its names are below, rather than in
+    // parseRule, so a rule stored before either check still loads.
     checkTagNames([...rule.references.actionTags]);
     const outcome = await this.db.transaction().execute(async (trx) => {
       // First write of the transaction: on PostgreSQL its row lock serialises rule changes,
@@ -92,6 +94,7 @@ export class RuleService {
         .set((eb) => ({ version: eb('version', '+', 1) }))
         .where('id', '=', 1)
         .execute();
+      if (hasControlNames(rule)) checkRuleNames(rule, await this.storedRule(trx, rule.key));
       await this.requireExisting(trx, rule.references.attributes, 'attribute_definitions', 'key', 'No such attribute');
       await requireSubAttributes(trx, rule.references.subAttributes);
       await this.requireExisting(trx, rule.references.regulations, 'regulations', 'key', 'No such regulation');
@@ -133,6 +136,17 @@ export class RuleService {
     });
     this.cached = undefined;
     return outcome;
+  }
+
+  /** The rule saved under `key` as it compiles, if it does. */
+  private async storedRule(trx: Kysely<Database>, key: string): Promise<CompiledRule | undefined> {
+    const row = await trx.selectFrom('rules').select(['key', 'definition']).where('key', '=', key).executeTakeFirst();
+    if (!row) return undefined;
+    try {
+      return parseRule({ ...(JSON.parse(row.definition) as object), key: row.key }).rule;
+    } catch {
+      return undefined;
+    }
   }
 
   private async requireExisting(
