@@ -1,6 +1,7 @@
 /** `vault applications ...`: the applications that call the vault, and their API keys. */
 import { CLI_ACTOR, splitList, withVault, type Command } from './command.js';
 import { apiKeyOption } from './secret.js';
+import { escapeControlCharacters } from '../util/characters.js';
 
 /** A key the operator chose is not printed back: it is where they keep it, and output ends up in logs. */
 const shown = (apiKey: string, given: string | undefined) => (given === undefined ? `API key (shown once): ${apiKey}` : 'API key: the one given');
@@ -30,7 +31,7 @@ export const applicationCommands: Record<string, Command> = {
           apiKey: given,
         }),
       );
-      io.out(`Created application ${application.id} (${application.name}). ${shown(apiKey, given)}`);
+      io.out(`Created application ${application.id} (${escapeControlCharacters(application.name)}). ${shown(apiKey, given)}`);
       return 0;
     },
   },
@@ -40,7 +41,7 @@ export const applicationCommands: Record<string, Command> = {
     usage: 'vault applications list',
     async run(_args, io) {
       const apps = await withVault(io, (vault) => vault.applications.list());
-      for (const a of apps) io.out(`${a.id}\t${a.name}\t${a.admin ? 'admin' : '-'}\t${a.attributes.join(',')}`);
+      for (const a of apps) io.out(`${a.id}\t${escapeControlCharacters(a.name)}\t${a.admin ? 'admin' : '-'}\t${a.attributes.join(',')}`);
       return 0;
     },
   },
@@ -70,7 +71,7 @@ export const applicationCommands: Record<string, Command> = {
         return 2;
       }
       const application = await withVault(io, (vault) => vault.applications.update(CLI_ACTOR, id, changes));
-      io.out(`Updated application ${application.id}\t${application.name}\t${application.admin ? 'admin' : '-'}\t${application.attributes.join(',')}`);
+      io.out(`Updated application ${application.id}\t${escapeControlCharacters(application.name)}\t${application.admin ? 'admin' : '-'}\t${application.attributes.join(',')}`);
       return 0;
     },
   },
@@ -96,7 +97,7 @@ export const applicationCommands: Record<string, Command> = {
         vault.applications.rollKey(CLI_ACTOR, id, { keepPreviousForSeconds: Number(keep), apiKey: given }),
       );
       const previous = application.previousKeyValidUntil ? `; the previous key is valid until ${application.previousKeyValidUntil}` : '; the previous key no longer works';
-      io.out(`Rolled the key of application ${application.id} (${application.name}). ${shown(apiKey, given)}${previous}`);
+      io.out(`Rolled the key of application ${application.id} (${escapeControlCharacters(application.name)}). ${shown(apiKey, given)}${previous}`);
       return 0;
     },
   },

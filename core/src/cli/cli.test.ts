@@ -10,6 +10,7 @@ import { connect, disconnect } from '../db/connect.js';
 import { migrations } from '../db/migrations/index.js';
 import { Migrator } from 'kysely';
 import pg from 'pg';
+import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import { generateKeyPair } from '../crypto/keys.js';
 import { loadConfig } from '../config.js';
@@ -144,6 +145,24 @@ test('applications are created, listed and deleted from the command line', async
   const missing = io(env);
   t.is(await runCli(['applications', 'delete', match![1]], missing.io), 1);
   t.deepEqual(missing.err, ['Application not found']);
+});
+
+test('a name stored before control characters were refused is listed escaped: it cannot drive the terminal', async (t) => {
+  const env = dataDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const created = io(env);
+  t.is(await runCli(['applications', 'create', '--name', 'reports'], created.io), 0);
+  const [, id] = /Created application (\S+) /.exec(created.out.join('\n'))!;
+  const db = new Database(join(env.VAULT_DATA_DIR, 'vault.db'));
+  db.prepare('update applications set name = ? where id = ?').run('old\u001b[2J\tname\u0085', id);
+  db.close();
+  const listed = io(env);
+  t.is(await runCli(['applications', 'list'], listed.io), 0);
+  const line = listed.out.find((l) => l.startsWith(id));
+  t.is(line, `${id}\told\\u001b[2J\\u0009name\\u0085\t-\t*`);
+  const updated = io(env);
+  t.is(await runCli(['applications', 'update', id, '--admin'], updated.io), 0);
+  t.deepEqual(updated.out, [`Updated application ${id}\told\\u001b[2J\\u0009name\\u0085\tadmin\t*`]);
 });
 
 test('an application is changed and its key rolled from the command line: same id, the old key stops', async (t) => {

@@ -18,6 +18,14 @@ export function hasControlCharacter(text: string): boolean {
   return CONTROL.test(text);
 }
 
+/**
+ * Control characters written as `\uXXXX`, for text bound for a terminal: a name stored
+ * before they were refused must not clear the screen or rewrite the line it is printed on.
+ */
+export function escapeControlCharacters(text: string): string {
+  return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Over `max` characters as counted above; `length` first, as it can only overcount. */
 export function longerThan(text: string, max: number): boolean {
   return text.length > max && characters(text) > max;
