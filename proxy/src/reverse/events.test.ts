@@ -48,10 +48,53 @@ test('attributes missing from the traffic produce no event, and a STORE needs it
 
 test('READ routes can leave values out and take the user from a header', (t) => {
   const { route, params } = routes.match('GET', '/users/7')!;
-  const built = buildEvents(route, ctx({ params, headers: { 'x-user': 'clerk' }, responseBody: { email: 'a@b.c', phone: null } }));
+  const built = buildEvents(route, ctx({ params, headers: { 'x-user': 'clerk' }, responseBody: { email: 'a@b.c', phone: '+49 1' } }));
   t.is(built.events.length, 2);
   t.deepEqual(built.events[0], { eventType: 'READ', applicationId: 'crm', dataPointId: 'crm/7/email', subjectId: '7', applicationUser: 'clerk', data: { attribute: 'email' } });
   t.is(built.events[1].dataPointId, 'crm/7/phone');
+});
+
+test('a null in a response shows nothing: no READ of it, and nothing lost', (t) => {
+  const { route, params } = routes.match('GET', '/users/7')!;
+  const built = buildEvents(route, ctx({ params, responseBody: { id: '7', email: null, phone: '+49 1' } }));
+  t.deepEqual(built.events.map((e) => e.dataPointId), ['crm/7/phone']);
+  t.deepEqual(built.skipped, [{ attribute: 'email', reason: 'value is null' }]);
+  t.deepEqual(built.lost, []);
+});
+
+test('a null in a STORE request stores nothing: no event for it, and nothing lost', (t) => {
+  const { route, params } = routes.match('POST', '/users')!;
+  const built = buildEvents(route, ctx({ params, requestBody: { email: null, phone: '+49 1' }, responseBody: { id: 'u1' } }));
+  t.deepEqual(built.events.map((e) => [e.eventType, e.dataPointId]), [['STORE', 'crm/u1/phone']]);
+  t.deepEqual(built.skipped, [{ attribute: 'email', reason: 'value is null' }]);
+  t.deepEqual(built.lost, []);
+});
+
+test("an UPDATE request setting an attribute to null erases it: reported as the data point's DELETE, without a value", (t) => {
+  const { route, params } = routes.match('PATCH', '/users/7')!;
+  const built = buildEvents(route, ctx({ params, requestBody: { email: null }, responseBody: { id: '7', email: null } }));
+  t.deepEqual(built.events, [{ eventType: 'DELETE', applicationId: 'crm', dataPointId: 'crm/7/email', subjectId: '7', data: { attribute: 'email' } }]);
+  t.deepEqual(built.lost, []);
+});
+
+test("a null in an UPDATE's response (not one its request sets) shows nothing", (t) => {
+  const update = compileRoutes({
+    routes: [{ method: 'PATCH', path: '/users/:id', eventType: 'UPDATE', applicationId: 'crm', subjectId: { param: 'id' },
+      attributes: { email: { response: '/email' }, phone: { response: '/phone' } } }],
+  });
+  const { route, params } = update.match('PATCH', '/users/7')!;
+  const built = buildEvents(route, ctx({ params, responseBody: { email: null, phone: '+49 1' } }));
+  t.deepEqual(built.events.map((e) => [e.eventType, e.dataPointId, e.data?.value]), [['UPDATE', 'crm/7/phone', '+49 1']]);
+  t.deepEqual(built.lost, []);
+});
+
+test('attributes configured as {} are reported whatever the bodies hold, nulls included', (t) => {
+  const reads = compileRoutes({
+    routes: [{ method: 'GET', path: '/users/:id', eventType: 'READ', applicationId: 'crm', subjectId: { param: 'id' }, attributes: { email: {} } }],
+  });
+  const { route, params } = reads.match('GET', '/users/7')!;
+  const built = buildEvents(route, ctx({ params, responseBody: { email: null } }));
+  t.deepEqual(built.events.map((e) => [e.eventType, e.dataPointId, e.data]), [['READ', 'crm/7/email', { attribute: 'email' }]]);
 });
 
 test('attributes without a source are reported without a value', (t) => {

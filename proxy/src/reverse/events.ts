@@ -82,8 +82,11 @@ function asId(value: unknown): string | undefined {
 /**
  * One event per configured attribute that the traffic shows, and on a list route one per item
  * per attribute the item shows. An attribute whose value source is absent (a field missing
- * from a response) is skipped: the data wasn't read or written. Past `maxEvents`, events are
- * only counted (`overLimit`): a huge export must not flood Redis.
+ * from a response) or null is skipped: the data wasn't read or written. The exception is an
+ * UPDATE whose request sets the attribute to null: that erases it, which is reported as the
+ * data point's DELETE (a privacy officer must see the erasure, and an UPDATE would leave the
+ * vault listing a value that no longer exists). Past `maxEvents`, events are only counted
+ * (`overLimit`): a huge export must not flood Redis.
  */
 export function buildEvents(route: CompiledRoute, ctx: TrafficContext, maxEvents = defaultMaxEvents): BuiltEvents {
   const out: BuiltEvents = { events: [], skipped: [], lost: [], overLimit: 0 };
@@ -135,11 +138,19 @@ function buildItem(route: CompiledRoute, ctx: TrafficContext, item: unknown, out
   const applicationUser = route.applicationUser ? asId(resolve(route.applicationUser, ctx, item)) : undefined;
   for (const attribute of route.attributes) {
     let value: unknown;
+    let eventType = spec.eventType;
     if (attribute.source) {
       value = resolve(attribute.source, ctx, item);
       if (value === undefined) {
         out.skipped.push({ attribute: attribute.name, reason: 'value not found' });
         continue;
+      }
+      if (value === null) {
+        if (eventType !== 'UPDATE' || attribute.source.kind !== 'request') {
+          out.skipped.push({ attribute: attribute.name, reason: 'value is null' });
+          continue;
+        }
+        eventType = 'DELETE';
       }
     }
     if (out.events.length >= maxEvents) {
@@ -168,13 +179,13 @@ function buildItem(route: CompiledRoute, ctx: TrafficContext, item: unknown, out
       continue;
     }
     const event: ExternalActivityEvent = {
-      eventType: spec.eventType,
+      eventType,
       applicationId: route.applicationId,
       dataPointId,
       data: {
         ...spec.data,
         attribute: attribute.name,
-        ...(attribute.source && spec.includeValues !== false ? { value } : {}),
+        ...(attribute.source && value !== null && spec.includeValues !== false ? { value } : {}),
       },
     };
     if (subjectId !== undefined) event.subjectId = subjectId;

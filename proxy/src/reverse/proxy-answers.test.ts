@@ -39,7 +39,8 @@ test.before(async () => {
         res.writeHead(204);
         return res.end();
       }
-      const body = JSON.stringify({ id: 'u-1', email: 'u-1@example.test' });
+      // A service that serialises a user without an e-mail address as `null`.
+      const body = JSON.stringify(req.url === '/users/u-null' ? { id: 'u-null', email: null } : { id: 'u-1', email: 'u-1@example.test' });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(req.method === 'HEAD' ? undefined : body);
     });
@@ -54,6 +55,7 @@ test.before(async () => {
       { method: ['GET', 'HEAD'], path: '/users/:id', eventType: 'READ', subjectId: { param: 'id' }, attributes: { email: { response: '/email' } } },
       { method: 'PUT', path: '/users/:id', eventType: 'UPDATE', subjectId: { param: 'id' }, attributes: { email: { response: '/email' } } },
       { method: 'POST', path: '/users', eventType: 'STORE', subjectId: { request: '/id' }, attributes: { email: { request: '/email' } } },
+      { method: 'PATCH', path: '/users/:id', eventType: 'UPDATE', subjectId: { param: 'id' }, attributes: { email: { request: '/email' } } },
     ],
   }));
   vault = new FakeVault();
@@ -90,6 +92,25 @@ test.serial('answers that have no body by definition (HEAD, 204) lose no events 
   t.deepEqual(vault.records.map((e) => [e.eventType, e.subjectId, e.data?.attribute]), [['READ', 'u-1', 'email']]);
   t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), 0);
   t.deepEqual(lines.filter((l) => l.msg.startsWith('events lost')), []);
+});
+
+test.serial("a null shows nothing (no READ, nothing lost), and an UPDATE setting one is reported as the value's erasure", async (t) => {
+  const before = vault.records.length;
+  const shown = await request(`${sidecar.proxyUrl}/users/u-null`);
+  t.is(shown.statusCode, 200);
+  t.deepEqual(await shown.body.json(), { id: 'u-null', email: null });
+  const erased = await request(`${sidecar.proxyUrl}/users/u-2`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"email":null}' });
+  t.is(erased.statusCode, 200);
+  await erased.body.dump();
+  // Then a GET, whose event shows the ones before it were handled.
+  const get = await request(`${sidecar.proxyUrl}/users/u-1`);
+  await get.body.dump();
+  await waitFor(() => vault.records.slice(before).some((e) => e.eventType === 'READ'), { message: "the last GET's event" });
+  t.deepEqual(vault.records.slice(before).map((e) => [e.eventType, e.dataPointId, e.data]), [
+    ['DELETE', 'crm/u-2/email', { attribute: 'email' }],
+    ['READ', 'crm/u-1/email', { attribute: 'email', value: 'u-1@example.test' }],
+  ]);
+  t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), 0);
 });
 
 /** The proxy's whole answer to a GET, as bytes on the wire. */
