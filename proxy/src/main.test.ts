@@ -5,14 +5,14 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { FakeVault } from './testing/fake-vault.js';
 import {
-  cleanupRedis, freePort, getJson, postMany, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
+  cleanupRedis, getJson, postMany, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
   type SpawnedSidecar,
 } from './testing/helpers.js';
 
 /** The CLI (`npm run sidecar`) as a child process: configuration errors, SIGKILL, SIGTERM. */
 
-function baseEnv(vault: FakeVault, prefix: string, port: number): Record<string, string> {
-  return spawnedSidecarEnv({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix, port });
+function baseEnv(vault: FakeVault, prefix: string): Record<string, string> {
+  return spawnedSidecarEnv({ apiKey: vault.apiKey, vaultUrl: vault.url, prefix });
 }
 
 async function untilDelivering(url: string): Promise<void> {
@@ -51,9 +51,7 @@ test('SIGKILL mid-batch and restart: nothing lost, nothing recorded twice, order
   // The vault records a bulk and answers late: killing the sidecar in between leaves a batch
   // the vault has but the sidecar never heard about.
   vault.answerDelayMs = 300;
-  const port = await freePort();
-  const env = baseEnv(vault, prefix, port);
-  const url = `http://127.0.0.1:${port}`;
+  const env = baseEnv(vault, prefix);
   const children: SpawnedSidecar[] = [];
   t.teardown(async () => {
     for (const c of children) await stopChild(c.child);
@@ -63,6 +61,7 @@ test('SIGKILL mid-batch and restart: nothing lost, nothing recorded twice, order
 
   const first = spawnSidecar(env);
   children.push(first);
+  const { url } = await first.listening;
   await untilDelivering(url);
   const ids = await postMany(url, 20, 50, 0);
   await waitFor(() => vault.records.length >= 200 && vault.inFlight > 0, { message: 'a recorded batch awaiting its answer' });
@@ -73,8 +72,9 @@ test('SIGKILL mid-batch and restart: nothing lost, nothing recorded twice, order
 
   const second = spawnSidecar(env);
   children.push(second);
-  await untilDelivering(url);
-  ids.push(...(await postMany(url, 3, 50, 1000)));
+  const restarted = (await second.listening).url;
+  await untilDelivering(restarted);
+  ids.push(...(await postMany(restarted, 3, 50, 1000)));
   await waitFor(() => vault.records.length >= ids.length, { timeoutMs: 60_000, message: 'all events recorded after restart' });
 
   t.deepEqual(vault.recordedIds(), ids, 'every accepted event recorded once, in acceptance order');
@@ -92,14 +92,13 @@ test('SIGTERM: stops accepting, finishes the batch in flight, exits 0, logs no v
   const vault = new FakeVault({ apiKey: 'very-secret-api-key' });
   await vault.start();
   vault.answerDelayMs = 300;
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const sidecar = spawnSidecar({ ...baseEnv(vault, prefix, port), SIDECAR_LOG_LEVEL: 'debug' });
+  const sidecar = spawnSidecar({ ...baseEnv(vault, prefix), SIDECAR_LOG_LEVEL: 'debug' });
   t.teardown(async () => {
     await stopChild(sidecar.child);
     await vault.stop();
     await cleanupRedis(prefix);
   });
+  const { url } = await sidecar.listening;
   await untilDelivering(url);
   await postMany(url, 4, 100, 0);
   await waitFor(() => vault.inFlight > 0, { message: 'a batch in flight' });

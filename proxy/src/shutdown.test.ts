@@ -6,7 +6,7 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { FakeVault } from './testing/fake-vault.js';
 import {
-  OwnRedis, cleanupRedis, freePort, getJson, makeEvent, postEvents, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
+  OwnRedis, cleanupRedis, getJson, makeEvent, postEvents, sharedRedisUrl, spawnedSidecarEnv, spawnSidecar, stopChild, uniquePrefix, waitFor,
   type SpawnedSidecar,
 } from './testing/helpers.js';
 
@@ -19,8 +19,8 @@ import {
 
 const exitBoundMs = 10_000;
 
-function env(vaultUrl: string, prefix: string, port: number, redisUrl = sharedRedisUrl): Record<string, string> {
-  return spawnedSidecarEnv({ apiKey: 'test-api-key', vaultUrl, prefix, port, redisUrl });
+function env(vaultUrl: string, prefix: string, redisUrl = sharedRedisUrl): Record<string, string> {
+  return spawnedSidecarEnv({ apiKey: 'test-api-key', vaultUrl, prefix, redisUrl });
 }
 
 /** Sends the signal and resolves to the exit code, or to 'still running' once `boundMs` has passed. */
@@ -43,7 +43,7 @@ async function untilDelivering(url: string): Promise<void> {
 }
 
 /** A server that takes connections and never answers: a hung vault or upstream. */
-async function silentServer(port = 0): Promise<{ server: Server; port: number; requests: () => number; close: () => Promise<void> }> {
+async function silentServer(): Promise<{ server: Server; port: number; requests: () => number; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   let requests = 0;
   const server = createServer((socket) => {
@@ -52,7 +52,7 @@ async function silentServer(port = 0): Promise<{ server: Server; port: number; r
     socket.on('error', () => {});
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     server,
     port: (server.address() as { port: number }).port,
@@ -77,8 +77,6 @@ test.serial('Redis killed: SIGTERM still exits within 10 s, and what was accepte
   // Failing while events are accepted, so they are still in Redis, with a batch being retried.
   vault.mode = 'failing';
   const prefix = uniquePrefix('stop-redis');
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
   const children: SpawnedSidecar[] = [];
   t.teardown(async () => {
     for (const c of children) await stopChild(c.child);
@@ -86,8 +84,9 @@ test.serial('Redis killed: SIGTERM still exits within 10 s, and what was accepte
     await redis.dispose();
   });
 
-  const first = spawnSidecar(env(vault.url, prefix, port, redis.url));
+  const first = spawnSidecar(env(vault.url, prefix, redis.url));
   children.push(first);
+  const { url } = await first.listening;
   await untilDelivering(url);
   const accepted = await accept(url, 0, 150);
   await waitFor(() => vault.requests > 0, { message: 'a batch being retried' });
@@ -103,7 +102,7 @@ test.serial('Redis killed: SIGTERM still exits within 10 s, and what was accepte
 
   await redis.start();
   vault.mode = 'up';
-  const second = spawnSidecar(env(vault.url, prefix, port, redis.url));
+  const second = spawnSidecar(env(vault.url, prefix, redis.url));
   children.push(second);
   await waitFor(() => vault.records.length >= accepted.length, { timeoutMs: 60_000, message: 'every accepted event recorded' });
   t.deepEqual(vault.recordedIds(), accepted, 'every accepted event, once, in order');
@@ -114,15 +113,14 @@ test.serial('Redis killed while idle: SIGTERM exits with 0', async (t) => {
   const redis = await OwnRedis.started('sidecar-stop-idle');
   const vault = new FakeVault();
   await vault.start();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
   const prefix = uniquePrefix('stop-idle');
-  const sidecar = spawnSidecar(env(vault.url, prefix, port, redis.url));
+  const sidecar = spawnSidecar(env(vault.url, prefix, redis.url));
   t.teardown(async () => {
     await stopChild(sidecar.child);
     await vault.stop();
     await redis.dispose();
   });
+  const { url } = await sidecar.listening;
   await untilDelivering(url);
   const accepted = await accept(url, 0, 10);
   await waitFor(() => vault.records.length === accepted.length, { message: 'delivered' });
@@ -141,9 +139,6 @@ test.serial('Redis killed while idle: SIGTERM exits with 0', async (t) => {
 test.serial('the vault hanging with a batch in flight: SIGTERM exits within 10 s; the batch is delivered, once, by the next start', async (t) => {
   const hung = await silentServer();
   const prefix = uniquePrefix('stop-vault');
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const vaultUrl = `http://127.0.0.1:${hung.port}`;
   const vault = new FakeVault();
   const children: SpawnedSidecar[] = [];
   t.teardown(async () => {
@@ -153,17 +148,19 @@ test.serial('the vault hanging with a batch in flight: SIGTERM exits within 10 s
     await cleanupRedis(prefix);
   });
 
-  const first = spawnSidecar(env(vaultUrl, prefix, port));
+  const first = spawnSidecar(env(`http://127.0.0.1:${hung.port}`, prefix));
   children.push(first);
+  const { url } = await first.listening;
   await untilDelivering(url);
   const accepted = await accept(url, 0, 50);
   await waitFor(() => hung.requests() > 0, { message: 'a bulk request hanging' });
   t.is(await signalAndAwaitExit(first), 1);
   t.regex(first.output(), /"unfinished":\["delivery in progress"\]/);
 
+  // The vault back, on a port of its own: the hung one's, once closed, another test could take.
   await hung.close();
-  await vault.start(hung.port);
-  const second = spawnSidecar(env(vaultUrl, prefix, port));
+  await vault.start();
+  const second = spawnSidecar(env(vault.url, prefix));
   children.push(second);
   await waitFor(() => vault.records.length >= accepted.length, { timeoutMs: 60_000, message: 'the abandoned batch delivered' });
   t.deepEqual(vault.recordedIds(), accepted);
@@ -185,11 +182,10 @@ test.serial('a second SIGTERM or SIGINT exits at once, whatever the first is wai
     // A vault of its own per round, so the request seen hanging is this sidecar's.
     const hung = await silentServer();
     hungServers.push(hung);
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     // A stop that would wait a minute for the hung vault, were it not for the second signal.
-    const sidecar = spawnSidecar({ ...env(`http://127.0.0.1:${hung.port}`, prefix, port), SIDECAR_SHUTDOWN_MS: '60000' });
+    const sidecar = spawnSidecar({ ...env(`http://127.0.0.1:${hung.port}`, prefix), SIDECAR_SHUTDOWN_MS: '60000' });
     children.push(sidecar);
+    const { url } = await sidecar.listening;
     await untilDelivering(url);
     accepted.push(...(await accept(url, accepted.length, 5)));
     await waitFor(() => hung.requests() > 0, { message: 'a bulk request hanging' });
@@ -200,8 +196,7 @@ test.serial('a second SIGTERM or SIGINT exits at once, whatever the first is wai
   }
 
   await vault.start();
-  const port = await freePort();
-  children.push(spawnSidecar(env(vault.url, prefix, port)));
+  children.push(spawnSidecar(env(vault.url, prefix)));
   await waitFor(() => vault.records.length >= accepted.length, { timeoutMs: 60_000, message: 'every accepted event recorded' });
   t.deepEqual(vault.recordedIds(), accepted);
 });
@@ -217,11 +212,7 @@ test.serial('reverse proxy with a hung upstream: SIGTERM exits within 10 s', asy
     applicationId: 'crm',
     routes: [{ method: 'GET', path: '/users/:id', eventType: 'READ', subjectId: { param: 'id' }, attributes: { email: {} } }],
   }));
-  const port = await freePort();
-  const proxyPort = await freePort();
-  const sidecar = spawnSidecar({
-    ...env(vault.url, prefix, port), SIDECAR_UPSTREAM: `http://127.0.0.1:${upstream.port}`, SIDECAR_ROUTES: routes, SIDECAR_PROXY_PORT: String(proxyPort),
-  });
+  const sidecar = spawnSidecar({ ...env(vault.url, prefix), SIDECAR_UPSTREAM: `http://127.0.0.1:${upstream.port}`, SIDECAR_ROUTES: routes });
   t.teardown(async () => {
     await stopChild(sidecar.child);
     await upstream.close();
@@ -229,8 +220,9 @@ test.serial('reverse proxy with a hung upstream: SIGTERM exits within 10 s', asy
     await cleanupRedis(prefix);
     rmSync(dir, { recursive: true, force: true });
   });
-  await untilDelivering(`http://127.0.0.1:${port}`);
-  const pending = fetch(`http://127.0.0.1:${proxyPort}/users/u-1`).then((r) => r.status, () => 'cut');
+  const { url, proxyUrl } = await sidecar.listening;
+  await untilDelivering(url);
+  const pending = fetch(`${proxyUrl}/users/u-1`).then((r) => r.status, () => 'cut');
   await waitFor(() => upstream.requests() > 0, { message: 'the proxied request reached the upstream' });
   t.is(await signalAndAwaitExit(sidecar), 1);
   t.regex(sidecar.output(), /"unfinished":\["proxied requests"\]/);

@@ -133,6 +133,9 @@ export async function postMany(baseUrl: string, requests: number, perRequest: nu
   return ids;
 }
 
+/** The port was taken by another process (another test's server) before ours could listen on it. */
+class PortTaken extends Error {}
+
 /** A redis-server of the test's own, with AOF fsynced on every write, that can be killed and restarted. */
 export class OwnRedis {
   private child: ChildProcess | undefined;
@@ -142,11 +145,25 @@ export class OwnRedis {
     readonly dir: string,
   ) {}
 
-  /** A started server on a free port, its files in a temporary directory of its own. */
+  /**
+   * A started server on a free port, its files in a temporary directory of its own. Test files
+   * run side by side, so the port freePort() released may be taken before redis-server binds
+   * it; then another one is tried.
+   */
   static async started(label: string): Promise<OwnRedis> {
-    const redis = new OwnRedis(await freePort(), mkdtempSync(join(tmpdir(), `${label}-`)));
-    await redis.start();
-    return redis;
+    const dir = mkdtempSync(join(tmpdir(), `${label}-`));
+    for (let attempt = 1; ; attempt++) {
+      const redis = new OwnRedis(await freePort(), dir);
+      try {
+        await redis.start();
+        return redis;
+      } catch (err) {
+        if (!(err instanceof PortTaken) || attempt >= 5) {
+          rmSync(dir, { recursive: true, force: true });
+          throw err;
+        }
+      }
+    }
   }
 
   /** Kills the server and removes its directory. */
@@ -159,28 +176,59 @@ export class OwnRedis {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  /**
+   * Starts redis-server and waits until it answers: it, not another process's server on the
+   * port (one that took it while this one was down answers PING all the same), which is why
+   * the answering server's process id must be this child's.
+   */
   async start(): Promise<void> {
     const child = spawn(
       'redis-server',
       ['--port', String(this.port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--appendfsync', 'always',
         '--dir', this.dir, '--save', '', '--maxmemory-policy', 'noeviction', '--daemonize', 'no'],
-      { stdio: 'ignore' },
+      { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
-    await waitFor(
-      async () => {
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const exited = once(child, 'exit');
+    let settled = false;
+    const ready = (async () => {
+      const deadline = Date.now() + 10_000;
+      while (!settled) {
         const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         probe.on('error', () => {});
         try {
           await probe.connect();
+          const server = await probe.info('server');
+          if (!new RegExp(`^process_id:${child.pid}\\r?$`, 'm').test(server)) throw new PortTaken(`port ${this.port} is another process's Redis`);
           const loading = (await probe.info('persistence')).includes('loading:1');
-          return !loading && (await probe.ping()) === 'PONG';
+          if (!loading && (await probe.ping()) === 'PONG') return;
+        } catch (err) {
+          if (err instanceof PortTaken) throw err;
         } finally {
           probe.disconnect();
         }
-      },
-      { timeoutMs: 10_000, message: `redis-server on port ${this.port}` },
-    );
+        if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within 10 s:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    try {
+      await Promise.race([
+        ready,
+        exited.then(() => {
+          if (/address already in use/i.test(output)) throw new PortTaken(`port ${this.port} was taken:\n${output}`);
+          throw new Error(`redis-server exited before answering:\n${output}`);
+        }),
+      ]);
+    } catch (err) {
+      await this.kill();
+      throw err;
+    } finally {
+      settled = true;
+      ready.catch(() => {});
+    }
   }
 
   /** CONFIG SET on this server alone (never on the shared one), e.g. a `maxmemory` to fill. */
@@ -222,14 +270,30 @@ export interface SpawnedSidecar {
   child: ChildProcess;
   output: () => string;
   exited: Promise<number | null>;
+  /**
+   * Its own addresses, as its `sidecar listening` line reports them; rejects if it exits
+   * first. Never a URL guessed from SIDECAR_PORT: another process's server may answer there.
+   */
+  listening: Promise<{ url: string; proxyUrl: string | undefined }>;
 }
 
-/** Settings for a spawned sidecar with short batches, retries and lease, so tests run quickly. */
-export function spawnedSidecarEnv(options: { apiKey: string; vaultUrl: string; prefix: string; port: number; redisUrl?: string }): Record<string, string> {
+/** A spawned sidecar that listens, at the addresses it reported. */
+export interface RunningSidecar extends SpawnedSidecar {
+  url: string;
+  proxyUrl: string | undefined;
+}
+
+/**
+ * Settings for a spawned sidecar with short batches, retries and lease, so tests run quickly.
+ * Its ports are 0: the kernel gives it free ones as it listens, so no other test's server can
+ * take them between a pick and the listen (see `startSpawnedSidecar` for where it listens).
+ */
+export function spawnedSidecarEnv(options: { apiKey: string; vaultUrl: string; prefix: string; redisUrl?: string }): Record<string, string> {
   return {
     SIDECAR_API_KEY: options.apiKey,
     SIDECAR_VAULT_URL: options.vaultUrl,
-    SIDECAR_PORT: String(options.port),
+    SIDECAR_PORT: '0',
+    SIDECAR_PROXY_PORT: '0',
     SIDECAR_PREFIX: options.prefix,
     REDIS_URL: options.redisUrl ?? sharedRedisUrl,
     SIDECAR_BATCH_SIZE: '100',
@@ -241,6 +305,9 @@ export function spawnedSidecarEnv(options: { apiKey: string; vaultUrl: string; p
   };
 }
 
+/** Levels above `info` hide the `sidecar listening` line the helpers read the ports from. */
+const quietLevels = new Set(['warn', 'error', 'fatal', 'silent']);
+
 /** Runs the CLI exactly as `npm run sidecar` does. */
 export function spawnSidecar(env: Record<string, string>): SpawnedSidecar {
   const child = spawn(process.execPath, ['--import', 'tsx', 'proxy/src/main.ts'], {
@@ -249,10 +316,48 @@ export function spawnSidecar(env: Record<string, string>): SpawnedSidecar {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
+  let pending = '';
+  let reported: ((addresses: { url: string; proxyUrl: string | undefined }) => void) | undefined;
+  const listening = new Promise<{ url: string; proxyUrl: string | undefined }>((resolve) => (reported = resolve));
+  child.stdout!.on('data', (chunk) => {
+    output += chunk;
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop()!;
+    for (const line of lines) {
+      if (!line.includes('"sidecar listening"')) continue;
+      const { url, proxyUrl } = JSON.parse(line) as { url: string; proxyUrl?: string };
+      reported!({ url, proxyUrl });
+    }
+  });
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+  const level = env.SIDECAR_LOG_LEVEL?.trim() || 'info';
+  const addresses = quietLevels.has(level)
+    ? Promise.reject(new Error(`SIDECAR_LOG_LEVEL=${level} hides the line that says where the sidecar listens; use info or debug`))
+    : Promise.race([
+        listening,
+        exited.then((code) => {
+          throw new Error(`the sidecar exited with ${code} before it listened:\n${output}`);
+        }),
+      ]);
+  // Config-error tests never ask where it listens.
+  addresses.catch(() => {});
+  return { child, output: () => output, exited, listening: addresses };
+}
+
+/**
+ * Spawns a sidecar and waits until it listens; resolves to it with its own URLs. A sidecar
+ * that cannot listen (its port held by another process) fails this, and is not left running.
+ */
+export async function startSpawnedSidecar(env: Record<string, string>): Promise<RunningSidecar> {
+  const sidecar = spawnSidecar(env);
+  try {
+    return { ...sidecar, ...(await sidecar.listening) };
+  } catch (err) {
+    await stopChild(sidecar.child);
+    throw err;
+  }
 }
 
 export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
