@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { ExternalActivityEvent } from '../proxy/src/index.js';
 import {
-  OwnRedis, cleanupRedis, freePort, getJson, postEvents, spawnSidecar, stopChild, uniquePrefix, waitFor, type SpawnedSidecar,
+  OwnRedis, cleanupRedis, getJson, postEvents, spawnSidecar, stopChild, uniquePrefix, waitFor, type SpawnedSidecar,
 } from '../proxy/src/testing/helpers.js';
 import { createPostgresDatabase } from '../core/src/testing/harness.js';
 import { AnswerDelay, RealVault } from './sidecar-vault.js';
@@ -39,7 +39,7 @@ test.before(async () => {
     env.VAULT_DB = database.url;
     dropDatabase = database.drop;
   }
-  vault = new RealVault(await freePort(), dataDir, apiKey, env);
+  vault = new RealVault(dataDir, apiKey, env);
   await vault.start();
   await vault.defineAttribute(EMAIL);
   await vault.defineAttribute(PHONE);
@@ -81,13 +81,13 @@ test('brownfield READs through the sidecar under sidecar SIGKILL, vault restart 
   const delay = new AnswerDelay(vault.url);
   const delayUrl = await delay.start();
   const prefix = uniquePrefix('brownfield');
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
   const env = {
-    SIDECAR_API_KEY: apiKey, SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: String(port), SIDECAR_PREFIX: prefix, REDIS_URL: redis.url,
+    SIDECAR_API_KEY: apiKey, SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: '0', SIDECAR_PREFIX: prefix, REDIS_URL: redis.url,
     SIDECAR_BATCH_SIZE: '100', SIDECAR_BATCH_MS: '20', SIDECAR_LOCK_MS: '2000', SIDECAR_RETRY_BASE_MS: '20', SIDECAR_RETRY_MAX_MS: '300',
-    SIDECAR_LOG_LEVEL: 'warn',
+    SIDECAR_LOG_LEVEL: 'info',
   };
+  /** Where the sidecar running now listens, as it reported. */
+  let url = '';
   const children: SpawnedSidecar[] = [];
   t.teardown(async () => {
     for (const c of children) await stopChild(c.child);
@@ -95,11 +95,16 @@ test('brownfield READs through the sidecar under sidecar SIGKILL, vault restart 
     await cleanupRedis(prefix, redis.url);
     await redis.dispose();
   });
-  const untilDelivering = () =>
-    waitFor(async () => {
+  const startSidecar = async () => {
+    const sidecar = spawnSidecar(env);
+    children.push(sidecar);
+    url = (await sidecar.listening).url;
+    await waitFor(async () => {
       const r = await getJson(`${url}/readyz`);
       return r.status === 200 && r.body.worker === 'delivering';
     }, { timeoutMs: 60_000, message: 'sidecar delivering' });
+    return sidecar;
+  };
   const recordedCount = async () => (await vault.activity(applicationId)).length;
 
   const accepted = new Set<string>();
@@ -124,9 +129,7 @@ test('brownfield READs through the sidecar under sidecar SIGKILL, vault restart 
   // 1. The sidecar is killed while a batch the vault recorded awaits its answer: checked after
   //    every request, so the kill lands mid-stream however fast or slow the machine is.
   delay.holdMs = 400;
-  const first = spawnSidecar(env);
-  children.push(first);
-  await untilDelivering();
+  const first = await startSidecar();
   while (next < requests.length / 2 && !killable()) await send(requests[next++]);
   await waitFor(killable, { timeoutMs: 60_000, message: 'a recorded batch awaiting its answer' });
   first.child.kill('SIGKILL');
@@ -136,9 +139,7 @@ test('brownfield READs through the sidecar under sidecar SIGKILL, vault restart 
 
   // 2. The vault restarts while a new sidecar takes over and more events arrive.
   await vault.stop();
-  const second = spawnSidecar(env);
-  children.push(second);
-  await untilDelivering();
+  await startSidecar();
   await sendUpTo(Math.max(next, Math.floor((requests.length * 2) / 3)));
   await vault.start();
   await waitFor(async () => (await recordedCount()) > 0, { timeoutMs: 60_000, message: 'deliveries after the vault restart' });

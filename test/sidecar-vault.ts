@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { repoRoot, waitFor } from '../proxy/src/testing/helpers.js';
+import { freePort, repoRoot } from '../proxy/src/testing/helpers.js';
 
 /** Helpers for the sidecar's end-to-end tests: the real vault as a child process. */
 
@@ -20,12 +20,16 @@ export interface ActivityRecord {
   recordedBy: string;
 }
 
+/** The port was taken by another process (another test's server) before the vault listened on it. */
+class PortTaken extends Error {}
+
 export class RealVault {
   private child: ChildProcess | undefined;
   private output = '';
+  /** Chosen by the first start; a restart keeps it, as the sidecars pointed at the vault expect. */
+  port = 0;
 
   constructor(
-    readonly port: number,
     readonly dataDir: string,
     readonly apiKey: string,
     /** More settings, e.g. `VAULT_DB` for a PostgreSQL database. */
@@ -36,13 +40,34 @@ export class RealVault {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** `node --import tsx core/src/main.ts`, as documented for the vault. */
+  /**
+   * `node --import tsx core/src/main.ts`, as documented for the vault. Test files run side by
+   * side, and the port freePort() released may be taken by another test's server before the
+   * vault listens on it: the first start then takes another one. A restart must have its port
+   * back, and fails if another process took it meanwhile (never talking to that one instead).
+   */
   async start(): Promise<void> {
+    if (this.port !== 0) return this.startOn(this.port);
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      try {
+        await this.startOn(port);
+        this.port = port;
+        return;
+      } catch (err) {
+        if (!(err instanceof PortTaken) || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  private async startOn(port: number): Promise<void> {
+    const url = `http://127.0.0.1:${port}`;
+    this.output = '';
     const child = spawn(process.execPath, ['--import', 'tsx', 'core/src/main.ts'], {
       cwd: repoRoot,
       env: {
         PATH: process.env.PATH ?? '',
-        VAULT_PORT: String(this.port),
+        VAULT_PORT: String(port),
         VAULT_HOST: '127.0.0.1',
         VAULT_DATA_DIR: this.dataDir,
         VAULT_ADMIN_API_KEY: this.apiKey,
@@ -54,14 +79,25 @@ export class RealVault {
     this.child = child;
     child.stdout!.on('data', (chunk) => (this.output += chunk));
     child.stderr!.on('data', (chunk) => (this.output += chunk));
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`vault exited with ${child.exitCode}: ${this.output.slice(-2000)}`);
-        const res = await fetch(`${this.url}/healthz`);
-        return res.status === 200;
-      },
-      { timeoutMs: 60_000, intervalMs: 200, message: 'the vault to answer /healthz' },
-    );
+    const deadline = Date.now() + 60_000;
+    try {
+      for (;;) {
+        if (child.exitCode !== null) {
+          if (this.output.includes('EADDRINUSE')) throw new PortTaken(`port ${port} was taken`);
+          throw new Error(`vault exited with ${child.exitCode}: ${this.output.slice(-2000)}`);
+        }
+        // Its admin key proves the vault answering is this one: another's answers 401.
+        const res = await fetch(`${url}/entitytypes`, { headers: { authorization: `Bearer ${this.apiKey}` } }).catch(() => undefined);
+        await res?.arrayBuffer();
+        if (res?.status === 200) return;
+        if (res?.status === 401) throw new PortTaken(`${url} is another process's vault`);
+        if (Date.now() > deadline) throw new Error(`the vault did not answer within 60 s: ${this.output.slice(-2000)}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } catch (err) {
+      await this.stop('SIGKILL');
+      throw err;
+    }
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

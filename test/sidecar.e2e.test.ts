@@ -9,7 +9,7 @@ import test, { type ExecutionContext } from 'ava';
 import { request } from 'undici';
 import type { ExternalActivityEvent } from '../proxy/src/index.js';
 import {
-  OwnRedis, capturingLogger, cleanupRedis, freePort, getJson, metricValue, postEvents, sharedRedisUrl, spawnSidecar, startTestSidecar,
+  OwnRedis, capturingLogger, cleanupRedis, getJson, metricValue, postEvents, sharedRedisUrl, spawnSidecar, startTestSidecar,
   stopChild, uniquePrefix, waitFor, type SpawnedSidecar,
 } from '../proxy/src/testing/helpers.js';
 import { AnswerDelay, RealVault } from './sidecar-vault.js';
@@ -28,7 +28,7 @@ let dataDir: string;
 
 test.before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'sidecar-e2e-vault-'));
-  vault = new RealVault(await freePort(), dataDir, apiKey);
+  vault = new RealVault(dataDir, apiKey);
   await vault.start();
   await vault.defineAttribute(EMAIL);
 });
@@ -138,12 +138,10 @@ async function killedAwaitingAnswer(t: ExecutionContext, label: string, key: str
   const delay = new AnswerDelay(vault.url);
   const delayUrl = await delay.start();
   delay.holdMs = 400;
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
   const env = {
-    SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: String(port), SIDECAR_PREFIX: prefix, REDIS_URL: sharedRedisUrl,
+    SIDECAR_VAULT_URL: delayUrl, SIDECAR_PORT: '0', SIDECAR_PREFIX: prefix, REDIS_URL: sharedRedisUrl,
     SIDECAR_BATCH_SIZE: '100', SIDECAR_BATCH_MS: '20', SIDECAR_LOCK_MS: '2000', SIDECAR_RETRY_BASE_MS: '20', SIDECAR_RETRY_MAX_MS: '200',
-    SIDECAR_LOG_LEVEL: 'warn',
+    SIDECAR_LOG_LEVEL: 'info',
   };
   const children: SpawnedSidecar[] = [];
   t.teardown(async () => {
@@ -152,31 +150,34 @@ async function killedAwaitingAnswer(t: ExecutionContext, label: string, key: str
     await cleanupRedis(prefix);
   });
   const start = async (apiKey: string) => {
-    children.push(spawnSidecar({ ...env, SIDECAR_API_KEY: apiKey }));
+    const sidecar = spawnSidecar({ ...env, SIDECAR_API_KEY: apiKey });
+    children.push(sidecar);
+    const { url } = await sidecar.listening;
     await waitFor(async () => {
       const r = await getJson(`${url}/readyz`);
       return r.status === 200 && r.body.worker === 'delivering';
     }, { timeoutMs: 60_000, message: 'sidecar delivering' });
-    return children[children.length - 1];
+    return { sidecar, url };
   };
 
-  const first = await start(key);
+  const { sidecar: first, url } = await start(key);
   const ids = await postStores(url, applicationId, 20, 50);
   await waitFor(() => delay.forwarded >= 2 && delay.inFlight > 0, { message: 'a recorded batch awaiting its answer' });
   first.child.kill('SIGKILL');
   await first.exited;
   const before = (await vault.activity(applicationId)).length;
   t.true(before > 0 && before < ids.length, `killed mid-way (${before} of ${ids.length} recorded)`);
+  /** Resolves to where the restarted sidecar listens. */
   const restart = async (apiKey: string) => {
     delay.holdMs = 0;
-    await start(apiKey);
+    return (await start(apiKey)).url;
   };
-  return { applicationId, url, ids, delay, restart };
+  return { applicationId, ids, delay, restart };
 }
 
 test.serial('real vault: sidecar SIGKILLed mid-batch and restarted: nothing lost, nothing recorded twice', async (t) => {
-  const { applicationId, url, ids, delay, restart } = await killedAwaitingAnswer(t, 'sigkill', apiKey);
-  await restart(apiKey);
+  const { applicationId, ids, delay, restart } = await killedAwaitingAnswer(t, 'sigkill', apiKey);
+  const url = await restart(apiKey);
   ids.push(...(await postStores(url, applicationId, 2, 50, 1000)));
   // The resent batch comes before the later events, so a duplicate would be inside this list.
   const log = await recorded(applicationId, ids.length);

@@ -96,7 +96,11 @@ export async function startSidecar(input: SidecarConfigInput | SidecarConfig, op
   try {
     // The proxy at once: it never waits on Redis (its events are retried for a minute), and the
     // service behind it must not be unreachable while a sidecar starts with Redis away.
-    if (proxy) proxyUrl = await proxy.listen(config.host, config.proxyPort);
+    if (proxy) {
+      proxyUrl = await proxy.listen(config.host, config.proxyPort);
+      // Said at once: the ingest port may wait for Redis, and the service is reachable already.
+      log.info({ proxyUrl }, 'proxy listening');
+    }
     // Give Redis a moment before opening the ingest port, so a sidecar reported up by
     // /healthz does not refuse its first events; if Redis is really away we start anyway and
     // answer 503 until it is back.

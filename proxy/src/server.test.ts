@@ -2,7 +2,7 @@ import test from 'ava';
 import { connect } from 'node:net';
 import { FakeVault } from './testing/fake-vault.js';
 import { readFileSync } from 'node:fs';
-import { capturingLogger, cleanupRedis, freePort, getJson, makeEvent, metricValue, postEvents, repoRoot, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
+import { capturingLogger, cleanupRedis, closedPort, getJson, makeEvent, metricValue, postEvents, repoRoot, startTestSidecar, uniquePrefix, waitFor } from './testing/helpers.js';
 
 test('healthz, readyz and Prometheus metrics', async (t) => {
   const prefix = uniquePrefix('server');
@@ -99,7 +99,7 @@ test('a SIDECAR_VAULT_URL answering 200 with something other than the vault\'s a
 
 test('a vault that cannot be reached shows in /readyz, and the oldest undelivered event\'s age in metrics', async (t) => {
   const prefix = uniquePrefix('server-vault-away');
-  const sidecar = await startTestSidecar({ apiKey: 'k', vaultUrl: `http://127.0.0.1:${await freePort()}`, prefix, batchMs: 0 });
+  const sidecar = await startTestSidecar({ apiKey: 'k', vaultUrl: `http://127.0.0.1:${await closedPort()}`, prefix, batchMs: 0 });
   t.teardown(async () => {
     await sidecar.close();
     await cleanupRedis(prefix);
@@ -138,7 +138,7 @@ test('a start logs the version and the configuration, its secrets masked', async
 });
 
 test('not ready while Redis is unreachable, but alive', async (t) => {
-  const sidecar = await startTestSidecar({ apiKey: 'k', prefix: uniquePrefix('server-down'), redisUrl: `redis://127.0.0.1:${await freePort()}`, enqueueTimeoutMs: 100 });
+  const sidecar = await startTestSidecar({ apiKey: 'k', prefix: uniquePrefix('server-down'), redisUrl: `redis://127.0.0.1:${await closedPort()}`, enqueueTimeoutMs: 100 });
   t.teardown(() => sidecar.close());
   t.is((await getJson(`${sidecar.url}/healthz`)).status, 200);
   const ready = await getJson(`${sidecar.url}/readyz`);
@@ -185,7 +185,7 @@ test('a caller that sends its events too slowly gets 408 and loses its connectio
 
 test('headers too large are 431 with Connection: close, so a keep-alive client does not reuse the closed connection', async (t) => {
   const prefix = uniquePrefix('server-431');
-  const sidecar = await startTestSidecar({ apiKey: 'k', vaultUrl: `http://127.0.0.1:${await freePort()}`, prefix });
+  const sidecar = await startTestSidecar({ apiKey: 'k', vaultUrl: `http://127.0.0.1:${await closedPort()}`, prefix });
   t.teardown(async () => {
     await sidecar.close();
     await cleanupRedis(prefix);

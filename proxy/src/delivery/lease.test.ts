@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { connect } from '../queue/connection.js';
-import { cleanupRedis, freePort, sharedRedisUrl, uniquePrefix } from '../testing/helpers.js';
+import { cleanupRedis, closedPort, sharedRedisUrl, uniquePrefix } from '../testing/helpers.js';
 import { Lease } from './lease.js';
 
 test('one holder at a time; renewal, release and takeover', async (t) => {
@@ -39,7 +39,7 @@ test('one holder at a time; renewal, release and takeover', async (t) => {
 });
 
 test('an unreachable Redis makes the state unknown, not held', async (t) => {
-  const redis = connect(`redis://127.0.0.1:${await freePort()}`, 'control');
+  const redis = connect(`redis://127.0.0.1:${await closedPort()}`, 'control');
   t.teardown(() => redis.disconnect());
   const lease = new Lease(redis, 'x:lease', 1000);
   t.is(await lease.refresh(), 'unknown');

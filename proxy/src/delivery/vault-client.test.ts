@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import type { StampedEvent } from '../ingest/event.js';
 import { FakeVault } from '../testing/fake-vault.js';
-import { freePort } from '../testing/helpers.js';
+import { closedPort } from '../testing/helpers.js';
 import { VaultClient } from './vault-client.js';
 
 const events: StampedEvent[] = [0, 1, 2].map((i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: 'd', eventId: `e${i}`, timestamp: '2024-01-01T00:00:00Z' }));
@@ -94,7 +94,7 @@ for (const [name, status, body, headers, check] of classifications) {
 }
 
 test('connection refused and timeouts are retried', async (t) => {
-  const refused = new VaultClient({ vaultUrl: `http://127.0.0.1:${await freePort()}`, apiKey: 'k', timeoutMs: 5000 });
+  const refused = new VaultClient({ vaultUrl: `http://127.0.0.1:${await closedPort()}`, apiKey: 'k', timeoutMs: 5000 });
   t.like(await refused.send(events), { kind: 'retry', reason: 'econnrefused' });
   await refused.close();
 

@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import type { SidecarHandle } from '../index.js';
 import type { EventsJobData } from '../queue/producer.js';
 import { FakeVault } from '../testing/fake-vault.js';
-import { cleanupRedis, freePort, getJson, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix } from '../testing/helpers.js';
+import { cleanupRedis, closedPort, getJson, makeEvent, postEvents, sharedRedisUrl, startTestSidecar, uniquePrefix } from '../testing/helpers.js';
 
 /**
  * The ingest API over HTTP. The vault is down throughout so accepted events stay in Redis
@@ -310,7 +310,7 @@ test.serial('a too-deep value is a 400 naming the field, not "Redis unavailable"
 
 test('503, never 202, when Redis is unreachable', async (t) => {
   const down = await startTestSidecar({
-    apiKey: 'k', prefix: uniquePrefix('ingest-down'), redisUrl: `redis://127.0.0.1:${await freePort()}`, enqueueTimeoutMs: 100,
+    apiKey: 'k', prefix: uniquePrefix('ingest-down'), redisUrl: `redis://127.0.0.1:${await closedPort()}`, enqueueTimeoutMs: 100,
   });
   t.teardown(() => down.close());
   const answer = await postEvents(down.url, [makeEvent(1), { eventType: 'READ' }]);

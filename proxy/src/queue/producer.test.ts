@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { Queue } from 'bullmq';
 import { prepareBatch } from '../ingest/validate.js';
-import { cleanupRedis, freePort, sharedRedisUrl, uniquePrefix } from '../testing/helpers.js';
+import { cleanupRedis, closedPort, sharedRedisUrl, uniquePrefix } from '../testing/helpers.js';
 import { connect } from './connection.js';
 import { EventProducer, QueueUnavailableError, type EventsJobData, type ProducerOptions } from './producer.js';
 
@@ -48,7 +48,7 @@ test('concurrent requests are group-committed into few jobs, in call order, capp
 
 test('with Redis unreachable enqueue fails at once and nothing is queued later', async (t) => {
   const prefix = uniquePrefix('producer-down');
-  const redis = connect(`redis://127.0.0.1:${await freePort()}`, 'producer');
+  const redis = connect(`redis://127.0.0.1:${await closedPort()}`, 'producer');
   const producer = new EventProducer(redis, { queue: 'q', prefix, enqueueTimeoutMs: 500 });
   t.teardown(async () => {
     await producer.close();

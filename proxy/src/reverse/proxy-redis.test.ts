@@ -5,7 +5,7 @@ import test from 'ava';
 import { request } from 'undici';
 import { FakeVault } from '../testing/fake-vault.js';
 import type { SidecarHandle } from '../index.js';
-import { OwnRedis, freePort, getJson, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import { OwnRedis, capturingLogger, closedPort, getJson, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 /**
  * The reverse proxy while Redis is away: the service behind it must not notice, and the events
@@ -92,13 +92,13 @@ test('a sidecar started while Redis is away serves the service at once, not once
   await vault.start();
   const service = await usersService();
   const prefix = uniquePrefix('proxy-redis-start');
-  const proxyPort = await freePort();
   let started: SidecarHandle | undefined;
+  const { logger, lines } = capturingLogger();
   // Nothing listens on that port: Redis is away for the whole start, which waits this long for it.
   const starting = startTestSidecar({
-    apiKey: vault.apiKey, vaultUrl: vault.url, prefix, redisUrl: `redis://127.0.0.1:${await freePort()}`, enqueueTimeoutMs: 15_000,
-    upstream: service.url, routesFile, proxyPort,
-  }).then((sidecar) => (started = sidecar));
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix, redisUrl: `redis://127.0.0.1:${await closedPort()}`, enqueueTimeoutMs: 15_000,
+    upstream: service.url, routesFile,
+  }, { logger }).then((sidecar) => (started = sidecar));
   t.teardown(async () => {
     await (await starting).close();
     await vault.stop();
@@ -106,8 +106,10 @@ test('a sidecar started while Redis is away serves the service at once, not once
     service.server.close();
   });
 
+  // The proxy's own port, as it said it listens there: the start has not returned it yet.
+  const { proxyUrl } = await waitFor(() => lines.find((l) => l.msg === 'proxy listening'), { timeoutMs: 60_000, message: 'the proxy listening' });
   const answer = await waitFor(
-    () => request(`http://127.0.0.1:${proxyPort}/users/u-1`).catch(() => undefined),
+    () => request(`${proxyUrl as string}/users/u-1`).catch(() => undefined),
     { timeoutMs: 60_000, message: 'the proxy answering' },
   );
   t.is(started, undefined, 'answered while the start was still waiting for Redis');

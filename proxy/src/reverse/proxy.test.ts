@@ -8,7 +8,7 @@ import { Agent, request } from 'undici';
 import type { SidecarHandle } from '../index.js';
 import type { StampedEvent } from '../ingest/event.js';
 import { FakeVault } from '../testing/fake-vault.js';
-import { capturingLogger, cleanupRedis, freePort, metricValue, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+import { capturingLogger, cleanupRedis, closedPort, metricValue, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 /**
  * The reverse proxy in front of a small users service, with the example routes file that the
@@ -613,7 +613,7 @@ test('an upstream slower than SIDECAR_UPSTREAM_TIMEOUT_MS is a 504', async (t) =
 test('an unreachable upstream is a 502', async (t) => {
   const prefix2 = uniquePrefix('proxy-502');
   const other = await startTestSidecar({
-    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: `http://127.0.0.1:${await freePort()}`, routesFile,
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: `http://127.0.0.1:${await closedPort()}`, routesFile,
   });
   t.teardown(async () => {
     await other.close();

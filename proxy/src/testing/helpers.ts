@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect as connectTcp, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -92,6 +92,26 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * A port on 127.0.0.1 where nothing listens, for a Redis, vault or upstream that must be away.
+ * Not one freePort() released: another test's server may be given it next, and would answer.
+ * Ports below the ephemeral range are never given to a server that listens on port 0, so one
+ * that refuses connections now (checked, in case this machine runs something there) stays so.
+ */
+export async function closedPort(): Promise<number> {
+  for (const port of [1, 9, 47, 91, 199]) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connectTcp(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+    });
+    if (refused) return port;
+  }
+  throw new Error('no closed port below the ephemeral range on 127.0.0.1');
+}
 
 /** A valid event; `i` makes its subject and attribute distinguishable in assertions. */
 export function makeEvent(i: number, overrides: Partial<ExternalActivityEvent> = {}): ExternalActivityEvent {
