@@ -121,6 +121,7 @@ export class AuditBatch {
     const attributes = new Set<string>();
     const regulations = new Set<string>();
     const updatedWithValue = new Set<string>();
+    const storedWithId = new Set<string>();
     for (const e of events) {
       if (e.dataPointId !== undefined) pointIds.add(e.dataPointId);
       if (e.subjectId !== undefined) subjectIds.add(e.subjectId);
@@ -130,8 +131,14 @@ export class AuditBatch {
         for (const r of e.regulations) regulations.add(r);
       }
       if (e.eventType === 'UPDATE' && e.value !== undefined) updatedWithValue.add(e.dataPointId!);
+      if (e.eventType === 'STORE' && e.dataPointId !== undefined) storedWithId.add(e.dataPointId);
     }
-    for (const point of await this.points.load(pointIds, (p) => updatedWithValue.has(p.id))) {
+    const loaded = await this.points.load(
+      pointIds,
+      (p) => updatedWithValue.has(p.id),
+      (p) => storedWithId.has(p.id),
+    );
+    for (const point of loaded) {
       subjectIds.add(point.entityId);
       attributes.add(point.definitionKey);
     }

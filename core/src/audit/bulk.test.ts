@@ -78,9 +78,33 @@ test('a repeated bulk STORE of the same id, subject and attribute is accepted un
   const before = await v.vault.db.selectFrom('datapoints').selectAll().where('entity_id', '=', subject).orderBy('id').execute();
   const again = await bulk([store(subject, NAME, { dataPointId: id, value: { first: 'Ada' } }), store(subject, NAME, { dataPointId: id })]);
   t.is(again.status, 200);
-  t.deepEqual(again.body[0], { eventType: 'STORE', dataPointId: id, subjectId: subject, attribute: NAME });
+  // Answered as the first time: the summary lists the point's sub-points (none for a STORE without a value).
+  t.deepEqual(again.body[0], first.body[0]);
+  t.deepEqual(again.body[1], first.body[0]);
   const after = await v.vault.db.selectFrom('datapoints').selectAll().where('entity_id', '=', subject).orderBy('id').execute();
   t.deepEqual(after, before, 'the point and its sub-points are untouched');
+});
+
+test('a resent STORE of a structured value lists the existing sub-points, as the first answer did', async (t) => {
+  const subject = unique('subject');
+  const id = unique('point');
+  const event = store(subject, NAME, { dataPointId: id, value: { first: 'Ada', last: 'Lovelace' } });
+  const first = await bulk([event]);
+  t.is(first.status, 200);
+  t.deepEqual(first.body[0].subPoints.map((s: any) => s.attribute), [`${NAME}.first`, `${NAME}.last`]);
+  // A sidecar redelivering the same report, alone and beside a STORE of the same point made in the same bulk.
+  const again = await bulk([event]);
+  t.is(again.status, 200);
+  t.deepEqual(again.body, first.body);
+  const other = unique('point');
+  const within = await bulk([store(subject, NAME, { dataPointId: other, value: { last: 'B' } }), store(subject, NAME, { dataPointId: other, value: { last: 'B' } })]);
+  t.is(within.status, 200);
+  t.deepEqual(within.body[1], within.body[0]);
+  t.is(within.body[0].subPoints.length, 1);
+  // A sub-point deleted since is no longer listed.
+  const last = first.body[0].subPoints[1].dataPointId;
+  t.is((await bulk([{ eventType: 'DELETE', dataPointId: last, applicationId: 'crm' }, event])).body[1].subPoints.length, 1);
+  t.deepEqual((await bulk([event])).body[0].subPoints, [first.body[0].subPoints[0]]);
 });
 
 test.serial('a bulk STORE of an id in use by another subject or attribute is 409 Data point ID is in use', async (t) => {

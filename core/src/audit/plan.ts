@@ -148,15 +148,13 @@ export class EventPlanner {
       if (this.ctx.mode === 'single') throw conflict('Cannot create data point with ID, as there is already a point with that ID');
       const same = existing.entityId === subjectId && existing.attribute === attribute && existing.reportOnly;
       if (!same) throw conflict('Data point ID is in use');
-      // A resent STORE: the point stays as it is; the event is still recorded.
-      return {
-        index,
-        parsed: e,
-        entityId: subjectId,
-        summary: { eventType: 'STORE', dataPointId: id, subjectId, attribute },
-        candidate,
-        applyTo: { kind: 'none' },
-      };
+      // A resent STORE: the point stays as it is; the event is still recorded. Its summary is
+      // the point's as the first STORE gave it, sub-points included: a sender that keeps them
+      // must not lose them to a redelivery.
+      const summary: ActivitySummary = { eventType: 'STORE', dataPointId: id, subjectId, attribute };
+      const subPoints = this.ctx.points.subPointsOf(id);
+      if (subPoints.length > 0) summary.subPoints = subPoints;
+      return { index, parsed: e, entityId: subjectId, summary, candidate, applyTo: { kind: 'none' } };
     }
     const point = this.register(id, r, e);
     const summary: ActivitySummary = { eventType: 'STORE', dataPointId: id, subjectId, attribute };

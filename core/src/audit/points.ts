@@ -62,14 +62,17 @@ export class BatchPoints {
   private readonly deletedFromDb = new Set<string>();
   private readonly newPoints = new Map<string, NewPoint>();
   private readonly dbUpdates = new Map<string, DbUpdate>();
+  /** Sub-points of loaded roots asked for with `withSubPoints`, in the order they were stored. */
+  private readonly dbSubPoints = new Map<string, Array<{ id: string; attribute: string }>>();
 
   constructor(private readonly trx: Kysely<Database>) {}
 
   /**
-   * Loads the points under these ids, and the tags and regulations of those in
-   * `withMeta` (what an UPDATE's value is shown to the rules with).
+   * Loads the points under these ids, the tags and regulations of those in `withMeta` (what
+   * an UPDATE's value is shown to the rules with), and the sub-points of the roots in
+   * `withSubPoints` (what a resent STORE's summary lists).
    */
-  async load(ids: Iterable<string>, withMeta: (point: PointView) => boolean): Promise<PointView[]> {
+  async load(ids: Iterable<string>, withMeta: (point: PointView) => boolean, withSubPoints: (point: PointView) => boolean = () => false): Promise<PointView[]> {
     const loaded: PointView[] = [];
     for (const chunk of chunks([...new Set(ids)], CHUNK)) {
       const rows = await this.trx
@@ -100,7 +103,32 @@ export class BatchPoints {
       for (const t of tags) this.dbPointMeta.get(t.datapoint_id)?.tags.add(t.tag);
       for (const r of regs) this.dbPointMeta.get(r.datapoint_id)?.regulations.add(r.regulation);
     }
+    const roots = loaded.filter((p) => p.structureRootId === null && withSubPoints(p)).map((p) => p.id);
+    for (const chunk of chunks(roots, CHUNK)) {
+      for (const id of chunk) this.dbSubPoints.set(id, []);
+      // Ids are time-ordered: creation date, then id, is the order the STORE listed them in.
+      const rows = await this.trx
+        .selectFrom('datapoints')
+        .select(['id', 'attribute', 'structure_root_id'])
+        .where('structure_root_id', 'in', chunk)
+        .orderBy('created_date')
+        .orderBy('id')
+        .execute();
+      for (const row of rows) this.dbSubPoints.get(row.structure_root_id!)?.push({ id: row.id, attribute: row.attribute });
+    }
     return loaded;
+  }
+
+  /** The sub-points the point has as of the events planned so far, as a STORE's summary lists them. */
+  subPointsOf(id: string): Array<{ attribute: string; dataPointId: string }> {
+    const created = this.newPoints.get(id);
+    const children = created
+      ? created.children.flatMap((child) => {
+          const point = this.newPoints.get(child);
+          return point ? [{ id: point.id, attribute: point.attribute }] : [];
+        })
+      : (this.dbSubPoints.get(id) ?? []).filter((child) => !this.deletedFromDb.has(child.id));
+    return children.map((child) => ({ attribute: child.attribute, dataPointId: child.id }));
   }
 
   /** The point under this id as of the events planned so far. */
