@@ -123,7 +123,7 @@ export class Vault {
     this.activity = meterActivity(appender, this.metrics);
     this.keyring = new Keyring(this.db, this.activity);
     this.applications = new ApplicationService(this.db, this.activity);
-    this.entityTypes = new EntityTypeService(this.db, this.activity);
+    this.entityTypes = new EntityTypeService(this.db, this.activity, () => this.rules);
     this.catalog = new DefinitionCatalog(this.db);
     const definitionsChanged = () => this.catalog.invalidate();
     this.tags = new TagService(this.db, () => this.rules, this.activity, definitionsChanged);

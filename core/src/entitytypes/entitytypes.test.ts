@@ -1,4 +1,5 @@
 import test from 'ava';
+import { randomBytes } from 'node:crypto';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { fuzzRoutes } from '../testing/fuzz.js';
 import { nowIso } from '../util/time.js';
@@ -65,6 +66,32 @@ test('a type in use by entities or attribute definitions cannot be deleted', asy
   const byDefinitions = await v.request('DELETE', '/entitytypes/vehicle');
   t.is(byDefinitions.status, 409);
   t.is(byDefinitions.body.message, 'Cannot delete entity type, as there are attributes referencing it');
+});
+
+test('a type a rule refers to cannot be deleted until the rule lets go; the other refusals come first', async (t) => {
+  const key = `ruled-${randomBytes(4).toString('hex')}`;
+  const rule = `on-${key}`;
+  t.is((await v.request('POST', '/entitytypes', { body: { key } })).status, 201);
+  const body = { key: rule, type: 'data', constraint: { type: 'any', constraints: [{ type: 'entityType', entityTypes: [key] }] }, action: { type: 'alert', alertLevel: 'NORMAL', message: 'ruled' } };
+  t.is((await v.request('POST', '/rules', { body })).status, 201);
+  const refused = await v.request('DELETE', `/entitytypes/${key}`);
+  t.is(refused.status, 409);
+  t.is(refused.body.message, 'Cannot delete entity type, because it is referenced by rule');
+  t.is((await v.request('GET', `/entitytypes/${key}`)).status, 200);
+  // The rule still reads, and can be saved again as it is (its type is still there to name).
+  t.is((await v.request('GET', `/rules/${rule}`)).status, 200);
+  t.is((await v.request('POST', '/rules', { body })).status, 200);
+
+  // Entities of the type are the first reason given, as before.
+  const now = nowIso();
+  await v.vault.db.insertInto('entities').values({ id: `${key}-1`, type: key, legal_hold: 0, created_date: now, updated_date: now }).execute();
+  t.is((await v.request('DELETE', `/entitytypes/${key}`)).body.message, 'Cannot delete entity type, as there are entities belonging to it');
+  await v.vault.db.deleteFrom('entities').where('id', '=', `${key}-1`).execute();
+
+  t.is((await v.request('DELETE', `/rules/${rule}`)).status, 200);
+  const deleted = await v.request('DELETE', `/entitytypes/${key}`);
+  t.is(deleted.status, 200);
+  t.deepEqual(deleted.body, { data: 'Successfully Deleted Entity Type' });
 });
 
 test('only admins change entity types; anyone may read them', async (t) => {

@@ -5,6 +5,7 @@ import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { hasControlCharacter, longerThan } from '../util/characters.js';
+import type { RulesEngine } from '../rules/engine.js';
 import { nowIso } from '../util/time.js';
 
 export const DATASUBJECT = 'datasubject';
@@ -41,6 +42,8 @@ export class EntityTypeService {
     private readonly db: Kysely<Database>,
     /** Every change is recorded (`CHANGE`) in its transaction; the system type's seeding is not. */
     private readonly activity: ActivityLog,
+    /** Read at call time: the engine is installed on the vault after construction. */
+    private readonly rules: () => RulesEngine,
   ) {}
 
   /** The system type exists from the first start; seeding is idempotent for concurrent starts. */
@@ -131,6 +134,12 @@ export class EntityTypeService {
         .limit(1)
         .executeTakeFirst();
       if (definition) throw conflict('Cannot delete entity type, as there are attributes referencing it');
+      // Last, after the interface's own refusals. A rule left naming a deleted type could no
+      // longer be saved as it reads (422 `No such entity type`), and would start matching
+      // again, unseen, should a type of that key be made anew.
+      if ((await this.rules().findReferencingRule(trx, 'entityType', key)) !== undefined) {
+        throw conflict('Cannot delete entity type, because it is referenced by rule');
+      }
       await trx.deleteFrom('entity_types').where('key', '=', key).execute();
       await recordChange(this.activity, trx, actor, { target: 'entityType', id: key, action: 'delete' }, nowIso());
     });

@@ -9,6 +9,7 @@ import type { Caller } from '../access/caller.js';
 import type { Alert } from '../alerts/service.js';
 import type { Database } from '../db/schema.js';
 import type { Leaf } from '../definitions/schema.js';
+import type { ReferenceKind } from './model.js';
 
 export type EventType = 'READ' | 'STORE' | 'UPDATE' | 'DELETE';
 
@@ -96,10 +97,11 @@ export interface RulesEngine {
   /** Throws 403 when a rule has prohibited this operation on the entity. */
   checkProhibited(trx: Kysely<Database>, entityId: string, operation: EventType): Promise<void>;
   /**
-   * The key of a rule that references this tag, attribute or regulation (which blocks its
-   * delete), asked in the deleting transaction: no rule can start referencing it before that commits.
+   * The key of a rule that references this tag, attribute, regulation or entity type (which
+   * blocks its delete), asked in the deleting transaction: no rule can start referencing it
+   * before that commits.
    */
-  findReferencingRule(trx: Kysely<Database>, kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined>;
+  findReferencingRule(trx: Kysely<Database>, kind: ReferenceKind, name: string): Promise<string | undefined>;
 }
 
 /** An engine with no rules: everything passes unchanged. */

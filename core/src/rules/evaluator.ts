@@ -18,7 +18,7 @@ import type { ActivityLog } from '../activity/log.js';
 import { recheckIdleRetention } from './idle-retention.js';
 import type { ActivityRuleContext, CandidatePoint, DataRuleContext, EventType, RuleEffects, RuleEntity, RulesEngine } from './engine.js';
 import { matches, type Subject } from './match.js';
-import type { StoredRule } from './model.js';
+import type { ReferenceKind, StoredRule } from './model.js';
 import { PROHIBITED_MESSAGE } from './prohibitions.js';
 import type { RuleService } from './service.js';
 
@@ -160,7 +160,7 @@ export class VaultRulesEngine implements RulesEngine {
     if (row) throw forbidden(PROHIBITED_MESSAGE);
   }
 
-  findReferencingRule(trx: Kysely<Database>, kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
+  findReferencingRule(trx: Kysely<Database>, kind: ReferenceKind, name: string): Promise<string | undefined> {
     return this.service.findReferencingRule(trx, kind, name);
   }
 

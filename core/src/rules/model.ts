@@ -36,6 +36,9 @@ export type Action =
   | { type: 'legalHold'; status: boolean }
   | { type: 'retention'; expirationDate?: string; daysSinceStore?: number; daysSinceRead?: number; autoDelete: boolean };
 
+/** What a rule can name that has a delete of its own: refused while a rule names it. */
+export type ReferenceKind = 'tag' | 'attribute' | 'regulation' | 'entityType';
+
 /** Names a rule points at: these must exist when it is saved, and cannot be deleted while it does. */
 export interface RuleReferences {
   attributes: Set<string>;

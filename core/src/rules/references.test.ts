@@ -1,5 +1,5 @@
 /**
- * A rule saved while the attribute, tag or regulation it names is being deleted, as happens
+ * A rule saved while the attribute, tag, regulation or entity type it names is being deleted, as happens
  * when the two requests reach different vault processes: one of them must lose. The rule's
  * save is played by a transaction held open at the point where it has checked its references
  * and written the rule, but not committed.
@@ -55,10 +55,16 @@ const cases = [
     path: (key: string) => `/regulations/${key}`,
     constraint: (key: string) => ({ type: 'regulation', operator: 'any', regulations: [key] }),
   },
+  {
+    kind: 'entity type',
+    create: (key: string) => v.request('POST', '/entitytypes', { body: { key } }),
+    path: (key: string) => `/entitytypes/${key}`,
+    constraint: (key: string) => ({ type: 'entityType', entityTypes: [key] }),
+  },
 ];
 
 for (const { kind, create, path, constraint } of cases) {
-  test.serial(`${kind === 'attribute' ? 'an' : 'a'} ${kind} deleted while a rule naming it is saved stays, and the delete is refused`, async (t) => {
+  test.serial(`${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} deleted while a rule naming it is saved stays, and the delete is refused`, async (t) => {
     const key = kind === 'tag' ? uid('raced').toLowerCase() : uid('RACED');
     t.true(created((await create(key)).status));
     const res = await deleteDuringRuleSave(path(key), { key: uid('rule'), type: 'data', constraint: constraint(key), action: { type: 'alert', alertLevel: 'NORMAL', message: 'raced' } });

@@ -23,7 +23,7 @@ import { findDefinitions } from '../definitions/repository.js';
 import { hasSubAttribute } from '../definitions/schema.js';
 import { parseRule } from './compile.js';
 import { checkRuleNames, hasControlNames } from './compile-names.js';
-import { actionGroup, type CompiledRule, type StoredRule } from './model.js';
+import { actionGroup, type CompiledRule, type ReferenceKind, type RuleReferences, type StoredRule } from './model.js';
 import type { RulesTable } from './tables.js';
 
 /** The rules' version stamp as a column of a statement the caller runs anyway (see `ruleSet`). */
@@ -46,6 +46,14 @@ export interface RuleSet {
   /** Whether any retention counts days since the last read (reads must then be watched). */
   idleRetention: boolean;
 }
+
+/** Where a rule keeps the names of each kind it references. */
+const REFERENCES: Record<ReferenceKind, keyof Pick<RuleReferences, 'tags' | 'attributes' | 'regulations' | 'entityTypes'>> = {
+  tag: 'tags',
+  attribute: 'attributes',
+  regulation: 'regulations',
+  entityType: 'entityTypes',
+};
 
 function evaluationOrder(a: StoredRule, b: StoredRule): number {
   return actionGroup(a.action) - actionGroup(b.action) || a.executionOrder - b.executionOrder || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
@@ -259,18 +267,18 @@ export class RuleService {
   }
 
   /**
-   * Asked inside the transaction that deletes the tag, attribute or regulation. On PostgreSQL
+   * Asked inside the transaction that deletes the tag, attribute, regulation or entity type. On PostgreSQL
    * it first locks the version row every rule change writes first, so a rule created through
    * another process either committed before this look (and is seen) or checks its references
    * after the delete commits (and is refused): neither can pass unseen by the other.
    */
-  async findReferencingRule(trx: Kysely<Database>, kind: 'tag' | 'attribute' | 'regulation', name: string): Promise<string | undefined> {
+  async findReferencingRule(trx: Kysely<Database>, kind: ReferenceKind, name: string): Promise<string | undefined> {
     let version: unknown;
     if (dialectOf(trx) === 'postgres') {
       version = (await trx.selectFrom('rules_version').select('version').where('id', '=', 1).forUpdate().executeTakeFirst())?.version;
     }
     const set = await this.ruleSet(trx, version);
-    const refs = (r: StoredRule) => (kind === 'tag' ? r.references.tags : kind === 'attribute' ? r.references.attributes : r.references.regulations);
-    return set.all.find((r) => refs(r).has(name))?.key;
+    const refs = REFERENCES[kind];
+    return set.all.find((r) => r.references[refs].has(name))?.key;
   }
 }
