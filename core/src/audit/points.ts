@@ -8,7 +8,7 @@ import { chunks, insertRows } from '../db/insert-rows.js';
 import { dialectOf } from '../db/dialect.js';
 import type { Database, DatapointsTable } from '../db/schema.js';
 import type { CandidatePoint, Location } from '../rules/engine.js';
-import { ensureTags } from '../tags/repository.js';
+import { ensureTags, holdTagsAgainstDelete } from '../tags/repository.js';
 
 const CHUNK = 400;
 
@@ -236,6 +236,8 @@ export class BatchPoints {
    */
   async write(): Promise<void> {
     const trx = this.trx;
+    // Before the labels of deleted points are touched: this batch may create tags after it.
+    if (this.deletedFromDb.size > 0) await holdTagsAgainstDelete(trx);
     for (const chunk of chunks([...this.deletedFromDb], CHUNK)) {
       const doomed = trx.selectFrom('datapoints').select('id').where((eb) => eb.or([eb('id', 'in', chunk), eb('structure_root_id', 'in', chunk)]));
       await trx.deleteFrom('datapoint_tags').where('datapoint_id', 'in', doomed).execute();

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Caller } from '../access/caller.js';
 import type { ActivityLog } from '../activity/log.js';
-import { isUniqueViolation } from '../db/dialect.js';
+import { isSerializationFailure, isUniqueViolation } from '../db/dialect.js';
 import type { WriteGroup } from '../db/write-group.js';
 import { BUSY_MESSAGE, VaultError } from '../errors.js';
 import { runAfterCommit, type RuleEffects, type RulesEngine } from '../rules/engine.js';
@@ -27,7 +27,7 @@ export interface AuditServiceOptions {
 
 function isRetryable(err: unknown): boolean {
   const code = (err as { code?: string } | undefined)?.code;
-  return isUniqueViolation(err) || code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+  return isUniqueViolation(err) || isSerializationFailure(err) || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
 }
 
 export class AuditService {

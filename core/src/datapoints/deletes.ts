@@ -13,6 +13,7 @@ import { chunks } from '../db/insert-rows.js';
 import { nowIso } from '../util/time.js';
 import { changeRecord } from '../activity/changes.js';
 import { deleteStructures, lockEntity, MESSAGES, pointRecord, type DataPlaneDeps, type PathForm } from './plane.js';
+import { holdTagsAgainstDelete } from '../tags/repository.js';
 
 export class DataPointDeleter {
   constructor(private readonly deps: DataPlaneDeps) {}
@@ -79,6 +80,8 @@ export class DataPointDeleter {
         .orderBy('id')
         .execute();
       const ofEntity = trx.selectFrom('datapoints').select('id').where('entity_id', '=', entity.id);
+      // Its points' labels, then its own tags: a tag's delete takes them the other way round.
+      await holdTagsAgainstDelete(trx);
       await trx.deleteFrom('datapoint_tags').where('datapoint_id', 'in', ofEntity).execute();
       await trx.deleteFrom('datapoint_regulations').where('datapoint_id', 'in', ofEntity).execute();
       await trx.deleteFrom('datapoints').where('entity_id', '=', entity.id).execute();

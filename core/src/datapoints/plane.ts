@@ -15,6 +15,7 @@ import type { Database, DatapointsTable, Flag } from '../db/schema.js';
 import type { DefinitionCatalog } from '../definitions/catalog.js';
 import { badRequest } from '../errors.js';
 import type { EventType, Location, RulesEngine } from '../rules/engine.js';
+import { holdTagsAgainstDelete } from '../tags/repository.js';
 
 /** The data plane's collaborators. Rules and the activity log are looked up per call: tests swap them. */
 export interface DataPlaneDeps {
@@ -88,6 +89,7 @@ export async function requireRegulations(trx: Kysely<Database>, dialect: Dialect
 
 /** Deletes root points with all their sub-points and labels. */
 export async function deleteStructures(trx: Kysely<Database>, rootIds: string[]): Promise<void> {
+  if (rootIds.length > 0) await holdTagsAgainstDelete(trx);
   for (let i = 0; i < rootIds.length; i += CHUNK) {
     const chunk = rootIds.slice(i, i + CHUNK);
     const subs = await trx.selectFrom('datapoints').select('id').where('structure_root_id', 'in', chunk).execute();

@@ -14,6 +14,7 @@
  * one property.
  */
 import type { Kysely, Transaction } from 'kysely';
+import { isSerializationFailure } from './dialect.js';
 import type { Database } from './schema.js';
 
 const PENDING = Symbol('vault.afterCommit');
@@ -62,14 +63,33 @@ export function runPending(pending: Pending): void {
   for (let i = 0; i < pending.length; i += 2) (pending[i] as CommitJob<unknown>)(pending[i + 1]);
 }
 
-/** `db.transaction().execute(work)`, then the work's `afterCommit` jobs once it committed. */
+/** Runs of a transaction PostgreSQL ended as a deadlock's victim (or a serialization failure) before the request is refused. */
+export const DEADLOCK_ATTEMPTS = 4;
+
+/**
+ * `db.transaction().execute(work)`, then the work's `afterCommit` jobs once it committed.
+ *
+ * PostgreSQL ends a deadlock by failing one of its transactions (40P01); writers take their
+ * locks in one order (tags: `holdTagsAgainstDelete`) so that none should arise, but one
+ * spanning processes and shared transactions cannot be ruled out everywhere. The victim is
+ * rolled back whole, its activity records and `afterCommit` work with it, so it runs again
+ * from the start, in a new transaction: recorded and answered once. Still failing after
+ * `DEADLOCK_ATTEMPTS`, the error stands: it is answered as busy (503, `storageFailure`),
+ * never as a fault of the vault.
+ */
 export async function committed<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-  let used: Transaction<Database> | undefined;
-  const value = await db.transaction().execute((trx) => {
-    watch(trx);
-    used = trx;
-    return work(trx);
-  });
-  runPending(takePending(used!));
-  return value;
+  for (let attempt = 1; ; attempt++) {
+    let used: Transaction<Database> | undefined;
+    try {
+      const value = await db.transaction().execute((trx) => {
+        watch(trx);
+        used = trx;
+        return work(trx);
+      });
+      runPending(takePending(used!));
+      return value;
+    } catch (err) {
+      if (!isSerializationFailure(err) || attempt >= DEADLOCK_ATTEMPTS) throw err;
+    }
+  }
 }

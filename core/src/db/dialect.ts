@@ -62,6 +62,15 @@ export function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
+/**
+ * PostgreSQL failed the transaction to end a deadlock (40P01) or a serialization conflict
+ * (40001): it was rolled back whole, and running it again is what the server asks for.
+ */
+export function isSerializationFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** Socket errors of a connection that could not be made or was lost. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 /**
@@ -76,14 +85,16 @@ const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connec
  * PostgreSQL's disk_full), SQLite's write lock stayed with another process past the busy
  * timeout, or PostgreSQL could not be reached or stopped answering (SQLSTATE class 08, a
  * server shutting down or starting: 57P01-57P03, too many connections: 53300), or took no
- * writes (25006: a standby, as during a failover). The error may be the cause of the one
- * thrown (a transaction SQLite rolled back).
+ * writes (25006: a standby, as during a failover). A transaction PostgreSQL failed to end a
+ * deadlock or a serialization conflict (40P01, 40001) that running it again did not settle
+ * (`committed`), or that ran without that helper, is busy too: the client may send it again.
+ * The error may be the cause of the one thrown (a transaction SQLite rolled back).
  */
 export function storageFailure(err: unknown): 'full' | 'busy' | 'unreachable' | undefined {
   for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
     if (code === 'SQLITE_FULL' || code === '53100') return 'full';
-    if (code.startsWith('SQLITE_BUSY')) return 'busy';
+    if (code.startsWith('SQLITE_BUSY') || code === '40P01' || code === '40001') return 'busy';
     if (NETWORK_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300' || code === '25006') return 'unreachable';
     if (code === '' && typeof e.message === 'string' && LOST_CONNECTION.test(e.message)) return 'unreachable';
   }

@@ -9,8 +9,9 @@ import pg from 'pg';
 import { forbidden } from '../errors.js';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { countSocketWrites } from '../testing/wire.js';
-import { afterCommit } from './after-commit.js';
+import { afterCommit, committed, DEADLOCK_ATTEMPTS } from './after-commit.js';
 import { connect, THEN_COMMIT, type DatabaseHandle } from './connect.js';
+import { storageFailure } from './dialect.js';
 import type { Database } from './schema.js';
 import { SharedTransactions } from './shared-transaction.js';
 
@@ -231,6 +232,44 @@ test.serial('a write that sends a statement after its last is refused it, and ne
   t.is(second.status, 'fulfilled');
   t.deepEqual(await rows('things', 'last-2'), ['last-2', 'last-2-first'], 'the other write whole');
   t.deepEqual(await rows('things', 'last-1'), ['last-1'], 'what came before the refused statement, as alone');
+});
+
+test.serial('a transaction PostgreSQL ends as a deadlock\'s victim runs again: each write commits once, its after-commit work runs once', async (t) => {
+  const prefix = `deadlock-${Date.now()}-`;
+  await sql.raw(`insert into things (id, owner) values ('${prefix}a', 'lock'), ('${prefix}b', 'lock')`).execute(handle.db);
+  let holding = 0;
+  let bothHold!: () => void;
+  const barrier = new Promise<void>((resolve) => (bothHold = resolve));
+  const runs = { a: 0, b: 0 };
+  const told = { a: 0, b: 0 };
+  // Each locks its own row, waits until the other holds its own, then wants the other's: a cycle.
+  const write = (first: 'a' | 'b', second: 'a' | 'b') =>
+    committed(handle.db, async (trx) => {
+      runs[first] += 1;
+      await sql.raw(`select id from things where id = '${prefix}${first}' for update`).execute(trx);
+      if (++holding === 2) bothHold();
+      await barrier;
+      await sql.raw(`select id from things where id = '${prefix}${second}' for update`).execute(trx);
+      await sql.raw(`insert into parts (id, thing) values ('${prefix}${first}-done', '${prefix}${first}')`).execute(trx);
+      afterCommit(trx, () => (told[first] += 1), undefined);
+      return first;
+    });
+  t.deepEqual(await Promise.all([write('a', 'b'), write('b', 'a')]), ['a', 'b']);
+  // A victim's next run can meet the other again before it has committed: at least one run again.
+  t.true(runs.a + runs.b >= 3, 'a victim ran again');
+  t.deepEqual(told, { a: 1, b: 1 });
+  t.deepEqual(await rows('parts', prefix), [`${prefix}a-done`, `${prefix}b-done`]);
+
+  // One that keeps failing so is refused as busy, never as the database's error.
+  let attempts = 0;
+  const refused = await t.throwsAsync(
+    committed(handle.db, async () => {
+      attempts += 1;
+      throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    }),
+  );
+  t.is(storageFailure(refused), 'busy', 'answered 503, the vault is busy: the client may send it again');
+  t.is(attempts, DEADLOCK_ATTEMPTS);
 });
 
 test.serial('a COMMIT whose outcome is unknown fails every write of the group and runs none of them again', async (t) => {

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { committed } from '../db/after-commit.js';
 import { dialectOf, isUniqueViolation } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
@@ -92,7 +93,7 @@ export class DefinitionService {
     const entityTypes = input.entityTypes === undefined ? undefined : [...new Set(input.entityTypes)].sort();
 
     const attempt = () =>
-      this.db.transaction().execute(async (trx) => {
+      committed(this.db, async (trx) => {
         if (regulations?.length) {
           // Keys no regulation can have are refused before they reach the database (PostgreSQL rejects NUL).
           if (!regulations.every((r) => REGULATION_KEY.test(r))) throw badRequest('No such regulation');
@@ -224,7 +225,7 @@ export class DefinitionService {
   async delete(actor: ChangeActor, key: string): Promise<void> {
     const found = isValidAttributeKey(key) ? await findDefinition(this.db, key) : undefined;
     if (!found) throw notFound('Attribute not found');
-    await this.db.transaction().execute(async (trx) => {
+    await committed(this.db, async (trx) => {
       if ((await this.rules().findReferencingRule(trx, 'attribute', key)) !== undefined) {
         throw conflict('Cannot delete attribute, because it is referenced by rule');
       }
@@ -233,6 +234,7 @@ export class DefinitionService {
       if (inUse) throw conflict('Cannot delete attribute, because it is in use');
       const deleted = await trx.deleteFrom('attribute_definitions').where('key', '=', key).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('Attribute not found');
+      await holdTagsAgainstDelete(trx);
       await trx.deleteFrom('definition_tags').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_regulations').where('definition_key', '=', key).execute();
       await trx.deleteFrom('definition_entity_types').where('definition_key', '=', key).execute();

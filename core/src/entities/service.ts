@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
+import { committed } from '../db/after-commit.js';
 import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
@@ -141,7 +142,7 @@ export class EntityService {
     if (options.dataSubjectsOnly && input.type !== undefined && input.type !== DATASUBJECT) throw badRequest('Entity is not a data subject');
     const requestedType = options.dataSubjectsOnly ? DATASUBJECT : input.type;
     const tags = input.tags === undefined ? undefined : checkTagNames(input.tags);
-    return this.db.transaction().execute(async (trx) => {
+    return committed(this.db, async (trx) => {
       // Locked: two updates of one entity's tags through different processes would otherwise
       // interleave their replace, and a hold could be set on an entity a purge is deleting.
       const { entity, created } = await resolveForStore(trx, id, requestedType, { find: findLockedEntity });

@@ -56,7 +56,7 @@ export function refuseOversizedContinue(server: Server, bodyLimit: number, log: 
  * fails every request alike, so each gets one warning without a stack; a full disk is an error.
  */
 const STORAGE_ANSWERS = {
-  busy: { message: BUSY_MESSAGE, retryAfter: '1', warning: 'request failed: the database stayed locked' },
+  busy: { message: BUSY_MESSAGE, retryAfter: '1', warning: 'request failed: the database stayed locked, or kept ending it as a deadlock victim' },
   unreachable: { message: DATABASE_UNREACHABLE_MESSAGE, retryAfter: '5', warning: 'request failed: the database is unreachable' },
   full: { message: STORAGE_FULL_MESSAGE, retryAfter: '60', warning: undefined },
 } as const;

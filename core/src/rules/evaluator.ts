@@ -11,7 +11,7 @@ import type { Alert, AlertService } from '../alerts/service.js';
 import type { Database } from '../db/schema.js';
 import { setEntityTags } from '../entities/repository.js';
 import { forbidden } from '../errors.js';
-import { ensureTags } from '../tags/repository.js';
+import { ensureTags, holdTagsAgainstDelete } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
@@ -259,6 +259,7 @@ export class VaultRulesEngine implements RulesEngine {
   /** Activity tag actions tag (or untag) the point the event is about, if the vault knows it. */
   private async tagPoint(trx: Kysely<Database>, dataPointId: string, tag: string, status: boolean): Promise<void> {
     if (!status) {
+      await holdTagsAgainstDelete(trx);
       await trx.deleteFrom('datapoint_tags').where('datapoint_id', '=', dataPointId).where('tag', '=', tag).execute();
       return;
     }

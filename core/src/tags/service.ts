@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { committed } from '../db/after-commit.js';
 import type { Database, TagsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import type { RulesEngine } from '../rules/engine.js';
@@ -84,7 +85,8 @@ export class TagService {
   /** Removes the tag and every use of it: definitions, entities and data points, all or nothing. */
   async delete(actor: ChangeActor, name: string): Promise<void> {
     if (!(await this.find(name))) throw notFound('No such tag');
-    await this.db.transaction().execute(async (trx) => {
+    // `committed`: a deadlock's victim runs again rather than answering 500.
+    await committed(this.db, async (trx) => {
       if ((await this.rules().findReferencingRule(trx, 'tag', name)) !== undefined) {
         throw conflict('Cannot delete tag, because it is referenced by rule');
       }

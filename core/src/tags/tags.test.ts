@@ -137,3 +137,48 @@ test('hostile input never causes a 5xx', async (t) => {
     { method: 'DELETE', url: '/tags/{id}' },
   ]);
 });
+
+/**
+ * A tag's delete racing the writes that use the tag: a store of a point labelled with it, a
+ * store replacing such a point, a subject tagged with it, and an audit bulk that deletes one
+ * report-only point labelled with it and registers another. On PostgreSQL they run side by
+ * side and could deadlock (the delete was then answered 500) or leave a point labelled with
+ * the deleted tag. Each round is raced afresh; every answer must be the outcome of one order.
+ */
+test.serial('a tag deleted while writes use it: no 5xx, and no label outlives its tag', async (t) => {
+  const NOTE = `NOTE_${Date.now().toString(36).toUpperCase()}`;
+  const LOG = `${NOTE}_LOG`;
+  t.is((await v.request('POST', '/attributes', { body: { key: NOTE, schema: 'string' } })).status, 201);
+  t.is((await v.request('POST', '/attributes', { body: { key: LOG, schema: 'string', repeatable: true } })).status, 201);
+  const headers = { 'x-encryption-key': v.keys.publicKey };
+  const store = (subject: string, attribute: string, tag: string) =>
+    v.request('POST', `/entities/${subject}/attributes`, { body: { data: [{ attribute, value: 'v', tags: [tag] }] }, headers });
+  const failures: string[] = [];
+  for (let round = 0; round < 60; round++) {
+    const tag = `raced-${round}-${Date.now().toString(36)}`;
+    const subject = `tag-race-${round % 4}`;
+    const reported = `${tag}-reported`;
+    t.is((await v.request('POST', '/tags', { body: { name: tag } })).status, 201);
+    t.is((await store(subject, NOTE, tag)).status, 200);
+    const seeded = await v.request('POST', '/auditlogs', { body: { eventType: 'STORE', subjectId: subject, applicationId: 'crm', dataPointId: reported, data: { attribute: LOG, tags: [tag] } } });
+    t.is(seeded.status, 200);
+    const answers = await Promise.all([
+      v.request('DELETE', `/tags/${tag}`),
+      store(subject, LOG, tag),
+      store(subject, NOTE, tag),
+      v.request('POST', '/entities', { body: { id: `${tag}-subject`, tags: [tag] } }),
+      v.request('POST', '/auditlogs/bulk', {
+        body: [
+          { eventType: 'DELETE', dataPointId: reported, applicationId: 'crm' },
+          { eventType: 'STORE', subjectId: subject, applicationId: 'crm', data: { attribute: LOG, tags: [tag] } },
+        ],
+      }),
+    ]);
+    for (const [i, res] of answers.entries()) if (res.status >= 300) failures.push(`round ${round}, request ${i}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  t.deepEqual(failures, []);
+  // A write that committed after the delete made the tag anew; one before it lost the label.
+  const tags = v.vault.db.selectFrom('tags').select('name');
+  t.deepEqual(await v.vault.db.selectFrom('datapoint_tags').select(['datapoint_id', 'tag']).where('tag', 'not in', tags).execute(), []);
+  t.deepEqual(await v.vault.db.selectFrom('entity_tags').select(['entity_id', 'tag']).where('tag', 'not in', tags).execute(), []);
+});
