@@ -14,7 +14,7 @@ import { findDefinitions, type Definition } from '../definitions/repository.js';
 import { conflict, forbidden, VaultError } from '../errors.js';
 import type { RuleEffects, RulesEngine } from '../rules/engine.js';
 import { nowIso } from '../util/time.js';
-import { batchClock, BLOCKED, canRegister, parseEvent, VALUE_STATUSES, type ActivitySummary, type AuditEventInput, type AuditMode, type ParsedEvent } from './events.js';
+import { batchClock, BLOCKED, canRegister, checkPlainText, parseEvent, VALUE_STATUSES, type ActivitySummary, type AuditEventInput, type AuditMode, type ParsedEvent } from './events.js';
 import { EventPlanner, type BatchEntity, type PlannedEvent } from './plan.js';
 import { BatchPoints } from './points.js';
 
@@ -91,6 +91,9 @@ export class AuditBatch {
       }
       try {
         if (p instanceof VaultError) throw p;
+        // Only here, past the ids already recorded: a retry of an event recorded before such
+        // ids were refused is answered as before, as any retry is.
+        checkPlainText('eventId', p.eventId);
         const plan = planner.plan(i, p);
         planned.push(plan);
         summaries.push(plan.summary);

@@ -9,6 +9,7 @@ import { checkEntityId } from '../entities/service.js';
 import { checkTagNames } from '../tags/service.js';
 import type { EventOrigin } from '../activity/log.js';
 import type { EventType, Location } from '../rules/engine.js';
+import { hasControlCharacter } from '../util/characters.js';
 import { parseIsoDate } from '../util/time.js';
 
 export const EVENT_TYPES: readonly EventType[] = ['READ', 'STORE', 'UPDATE', 'DELETE'];
@@ -127,6 +128,37 @@ function names(given: string[] | null | undefined): readonly string[] {
   return [...new Set(given)].filter((n) => n !== '');
 }
 
+/**
+ * The longest text each field takes (the request schema's `maxLength`), and how its messages
+ * name it. Ids are bounded as entity ids are; who did it and where, more loosely.
+ */
+export const TEXT_FIELDS = {
+  eventId: { label: 'Event ID', max: 512 },
+  dataPointId: { label: 'Data point ID', max: 512 },
+  applicationId: { label: 'Application ID', max: 512 },
+  applicationUser: { label: 'Application user', max: 1024 },
+  dataStoreName: { label: 'Data store name', max: 1024 },
+  dataStoreServer: { label: 'Data store server', max: 1024 },
+  dataStoreEntityName: { label: 'Data store entity name', max: 1024 },
+  country: { label: 'Location country', max: 64 },
+  subdivision: { label: 'Location subdivision', max: 64 },
+  city: { label: 'Location city', max: 256 },
+} as const;
+type TextField = keyof typeof TEXT_FIELDS;
+
+/**
+ * Refuses control characters in text that names an event's ids and origin: it is shown in the
+ * activity log, the console, the logs and exports, where an escape sequence or a line break
+ * could forge or hide what a reader sees. Values are not names and may hold them.
+ */
+export function checkPlainText<T extends string | undefined>(field: TextField, text: T): T {
+  if (text !== undefined && hasControlCharacter(text)) {
+    const { label, max } = TEXT_FIELDS[field];
+    throw badRequest(`${label} must be at most ${max} characters, without control characters`);
+  }
+  return text;
+}
+
 export const TWO_POINT_IDS = 'dataPointId and data.dataPointId name different points';
 
 export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEvent {
@@ -144,6 +176,11 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
   const timestamp = parseTimestamp(input.timestamp, clock);
   const applicationId = optionalText(input.applicationId);
   if (applicationId === undefined) throw badRequest('Application ID is required');
+  checkPlainText('applicationId', applicationId);
+  const applicationUser = checkPlainText('applicationUser', optionalText(input.applicationUser));
+  const dataStoreName = checkPlainText('dataStoreName', optionalText(input.dataStoreName));
+  const dataStoreServer = checkPlainText('dataStoreServer', optionalText(input.dataStoreServer));
+  const dataStoreEntityName = checkPlainText('dataStoreEntityName', optionalText(input.dataStoreEntityName));
   const subjectId = optionalText(input.subjectId);
   // A subject an event names may be registered by it: the rule every other path applies to
   // entity ids, so that what is registered here can be read, listed and purged there.
@@ -160,9 +197,9 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
   if (tags.length > 0) checkTagNames(tags);
   let location: Location | undefined;
   if (input.location) {
-    const country = optionalText(input.location.country);
-    const subdivision = optionalText(input.location.subdivision);
-    const city = optionalText(input.location.city);
+    const country = checkPlainText('country', optionalText(input.location.country));
+    const subdivision = checkPlainText('subdivision', optionalText(input.location.subdivision));
+    const city = checkPlainText('city', optionalText(input.location.city));
     if (country !== undefined) (location ??= {}).country = country.toUpperCase();
     // Rules and search know subdivisions by their ISO 3166-2 code (`US-CA`), as the vault's own
     // geolocation gives them; a sender's bare `CA` beside its country means the same.
@@ -184,10 +221,10 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
     sensitivity,
     timestamp,
     applicationId,
-    applicationUser: optionalText(input.applicationUser),
-    dataStoreName: optionalText(input.dataStoreName),
-    dataStoreServer: optionalText(input.dataStoreServer),
-    dataStoreEntityName: optionalText(input.dataStoreEntityName),
+    applicationUser,
+    dataStoreName,
+    dataStoreServer,
+    dataStoreEntityName,
     location,
   };
 }

@@ -3,6 +3,10 @@
  * events see earlier ones: a STORE registers a point, a READ, UPDATE or DELETE acts on a
  * point the vault knows, and one about a point it has never seen registers that point first
  * (report-only registration), so services whose data predates the vault lose no event.
+ *
+ * A point id with a control character is refused only where the id would be new (a STORE of
+ * a point not there, a registration): points stored under one before such ids were refused
+ * are still reported on, and a resent STORE of one is still accepted unchanged.
  */
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import { newPointId } from '../datapoints/ids.js';
@@ -11,7 +15,7 @@ import { appliesTo, type Definition } from '../definitions/repository.js';
 import { checkValue, isStructured, type Leaf, type Schema, type ValueErrorStatuses } from '../definitions/schema.js';
 import { badRequest, conflict, forbidden, notFound, tooLarge } from '../errors.js';
 import type { CandidatePoint, RuleEntity } from '../rules/engine.js';
-import { canRegister, checkSensitivity, type ActivitySummary, type AuditMode, type ParsedEvent } from './events.js';
+import { canRegister, checkPlainText, checkSensitivity, type ActivitySummary, type AuditMode, type ParsedEvent } from './events.js';
 import type { BatchPoints, NewPoint, PointView, RuleTarget } from './points.js';
 
 export interface BatchEntity extends RuleEntity {
@@ -139,11 +143,12 @@ export class EventPlanner {
   }
 
   private planStore(index: number, e: ParsedEvent): PlannedEvent {
+    const existing = e.dataPointId === undefined ? undefined : this.ctx.points.current(e.dataPointId);
+    if (!existing) checkPlainText('dataPointId', e.dataPointId);
     const r = this.registration(e);
     const { subjectId, attribute } = r;
     const id = e.dataPointId ?? newPointId();
     const candidate = this.candidate(id, r, e);
-    const existing = e.dataPointId === undefined ? undefined : this.ctx.points.current(id);
     if (existing) {
       if (this.ctx.mode === 'single') throw conflict('Cannot create data point with ID, as there is already a point with that ID');
       const same = existing.entityId === subjectId && existing.attribute === attribute && existing.reportOnly;
@@ -232,7 +237,7 @@ export class EventPlanner {
    * DELETE leaves no point behind. Later events of the batch find the point.
    */
   private planUnseen(index: number, e: ParsedEvent): PlannedEvent {
-    const id = e.dataPointId!;
+    const id = checkPlainText('dataPointId', e.dataPointId!);
     const r = this.registration(e);
     const summary: ActivitySummary = { eventType: e.eventType, dataPointId: id, subjectId: r.subjectId, attribute: r.attribute };
     const plan: PlannedEvent = { index, parsed: e, entityId: r.subjectId, summary };

@@ -3,11 +3,12 @@ import { TEXT_PATTERN } from '../activity/routes.js';
 import { badRequest, VaultError } from '../errors.js';
 import { errors } from '../http/schemas.js';
 import type { Vault } from '../vault.js';
-import { MAX_BULK_EVENTS, type AuditEventInput } from './events.js';
+import { MAX_BULK_EVENTS, TEXT_FIELDS, type AuditEventInput } from './events.js';
 import { AuditService } from './service.js';
 
 /** Optional text: null counts as absent, as serialisers of client objects often send it. */
 const text = (maxLength: number) => ({ type: 'string', nullable: true, maxLength, pattern: TEXT_PATTERN }) as const;
+const field = (name: keyof typeof TEXT_FIELDS) => text(TEXT_FIELDS[name].max);
 const textList = { type: 'array', nullable: true, maxItems: 100, items: { type: 'string', maxLength: 256, pattern: TEXT_PATTERN } } as const;
 
 /**
@@ -19,8 +20,8 @@ export const eventSchema = {
   additionalProperties: false,
   properties: {
     eventType: { description: 'READ, STORE, UPDATE or DELETE' },
-    eventId: { ...text(512), description: 'Caller-chosen id: an event id already recorded is answered as before and not recorded again' },
-    dataPointId: text(512),
+    eventId: { ...field('eventId'), description: 'Caller-chosen id: an event id already recorded is answered as before and not recorded again' },
+    dataPointId: field('dataPointId'),
     subjectId: text(512),
     data: {
       type: 'object',
@@ -29,7 +30,7 @@ export const eventSchema = {
       properties: {
         attribute: text(256),
         value: { description: 'Checked against the attribute schema and shown to the rules; never stored' },
-        dataPointId: text(512),
+        dataPointId: field('dataPointId'),
         regulations: textList,
         tags: textList,
         sensitivity: text(64),
@@ -41,16 +42,16 @@ export const eventSchema = {
       anyOf: [{ type: 'string', nullable: true, maxLength: 64 }, { type: 'integer' }],
       description: 'ISO 8601 (or epoch milliseconds); default now',
     },
-    applicationId: text(512),
-    applicationUser: text(1024),
-    dataStoreName: text(1024),
-    dataStoreServer: text(1024),
-    dataStoreEntityName: text(1024),
+    applicationId: field('applicationId'),
+    applicationUser: field('applicationUser'),
+    dataStoreName: field('dataStoreName'),
+    dataStoreServer: field('dataStoreServer'),
+    dataStoreEntityName: field('dataStoreEntityName'),
     location: {
       type: 'object',
       nullable: true,
       additionalProperties: false,
-      properties: { country: text(64), subdivision: text(64), city: text(256) },
+      properties: { country: field('country'), subdivision: field('subdivision'), city: field('city') },
     },
   },
 } as const;
