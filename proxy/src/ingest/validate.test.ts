@@ -35,6 +35,8 @@ test('valid events of every type pass', (t) => {
   );
 });
 
+const newPointId = 'must not contain control characters in an event that may register its point (a STORE, or one with subjectId and data.attribute)';
+
 // Each bad field yields a message naming the event index and the field.
 const cases: [string, unknown, string][] = [
   ['not an object', 'hello', 'event 0: field "(event)" must be a JSON object'],
@@ -85,6 +87,27 @@ const cases: [string, unknown, string][] = [
   ['location.city not string', { ...read, location: { city: 1 } }, 'event 0: field "location.city" must be a string'],
   ['unknown location field', { ...read, location: { planet: 'Earth' } }, 'event 0: field "location.planet" is not a known field'],
   ['unknown top-level field', { ...read, userName: 'bob' }, 'event 0: field "userName" is not a known field'],
+  // What the vault shows as who did it, where, and under which ids: a control character there
+  // could forge or hide text in the activity log, the console and exports. The vault refuses it.
+  ['applicationId with an escape sequence', { ...read, applicationId: 'app\u001b[2K' }, 'event 0: field "applicationId" must not contain control characters'],
+  ['eventId with a control character', { ...read, eventId: 'e\u0007' }, 'event 0: field "eventId" must not contain control characters'],
+  ['applicationUser with a line break', { ...read, applicationUser: 'clerk\nadmin logged in' }, 'event 0: field "applicationUser" must not contain control characters'],
+  ['dataStoreName with DEL', { ...read, dataStoreName: 'db\u007f' }, 'event 0: field "dataStoreName" must not contain control characters'],
+  ['dataStoreServer with a carriage return', { ...read, dataStoreServer: 'db1\r' }, 'event 0: field "dataStoreServer" must not contain control characters'],
+  ['dataStoreEntityName with NEL', { ...read, dataStoreEntityName: 'users\u0085' }, 'event 0: field "dataStoreEntityName" must not contain control characters'],
+  ['location.country with a backspace', { ...read, location: { country: 'D\bE' } }, 'event 0: field "location.country" must not contain control characters'],
+  ['location.subdivision with a tab', { ...read, location: { subdivision: 'BY\t' } }, 'event 0: field "location.subdivision" must not contain control characters'],
+  ['location.city with a C1 control (CSI)', { ...read, location: { city: 'Munich\u009b31m' } }, 'event 0: field "location.city" must not contain control characters'],
+  ['location.country over 64 characters', { ...read, location: { country: 'D'.repeat(65) } }, 'event 0: field "location.country" must be at most 64 characters'],
+  ['location.subdivision over 64 characters', { ...read, location: { subdivision: '😀'.repeat(65) } }, 'event 0: field "location.subdivision" must be at most 64 characters'],
+  ['location.city over 256 characters', { ...read, location: { city: 'c'.repeat(257) } }, 'event 0: field "location.city" must be at most 256 characters'],
+  ['STORE dataPointId with a control character', { ...store, dataPointId: 'p\u0001' }, `event 0: field "dataPointId" ${newPointId}`],
+  ['STORE data.dataPointId with a control character', { ...store, data: { ...store.data, dataPointId: 'p\n' } }, `event 0: field "data.dataPointId" ${newPointId}`],
+  [
+    'READ that may register its point under an id with a control character',
+    { ...read, dataPointId: 'p\u001b', subjectId: 's1', data: { attribute: 'email' } },
+    `event 0: field "dataPointId" ${newPointId}`,
+  ],
 ];
 
 for (const [name, event, message] of cases) {
@@ -92,6 +115,20 @@ for (const [name, event, message] of cases) {
     t.is(messageFor(event), message);
   });
 }
+
+test('an event about a point it cannot register is taken whatever its id: the vault records it against a point stored under the id earlier', (t) => {
+  const legacy = 'p\u0007bell';
+  for (const eventType of ['READ', 'UPDATE', 'DELETE']) {
+    t.is(messageFor({ ...read, eventType, dataPointId: legacy }), '(accepted)', eventType);
+    t.is(messageFor({ ...read, eventType, dataPointId: legacy, data: { attribute: 'email' } }), '(accepted)', `${eventType} without a subject`);
+    t.is(messageFor({ ...read, eventType, dataPointId: legacy, subjectId: 's1' }), '(accepted)', `${eventType} without an attribute`);
+    // data.dataPointId names a new point only on a STORE; the vault reads it nowhere else.
+    t.is(messageFor({ ...read, eventType, data: { dataPointId: legacy } }), '(accepted)', `${eventType} with data.dataPointId`);
+  }
+  // Values are data, not names: a line break in one is kept.
+  t.is(messageFor({ ...store, data: { attribute: 'note', value: 'line one\nline two\u0007' } }), '(accepted)');
+  t.is(messageFor({ ...read, location: { country: 'D'.repeat(64), subdivision: '😀'.repeat(64), city: 'c'.repeat(256) } }), '(accepted)');
+});
 
 test('a timestamp is taken up to a day ahead of acceptance, and from 0000 to 9999, as the vault takes it', (t) => {
   const now = new Date('2024-05-01T12:00:00Z');

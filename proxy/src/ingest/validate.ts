@@ -72,8 +72,22 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The vault refuses these in entity ids; NUL is left to `findStringDefect`, which names it. */
+/**
+ * C0 controls, DEL and the C1 controls, which the vault refuses in entity ids, tags, and the
+ * ids and origin of an event (hasControlCharacter in core/src/util/characters.ts): shown in
+ * its activity log, console and exports, they could forge or hide text. NUL is left to
+ * `findStringDefect`, which names it.
+ */
 const CONTROL = /[\u0001-\u001f\u007f-\u009f]/;
+const NO_CONTROL = 'must not contain control characters';
+
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL.test(text);
+}
+
+function checkNoControl(value: unknown, field: string): Validation | undefined {
+  return typeof value === 'string' && CONTROL.test(value) ? fail(field, NO_CONTROL) : undefined;
+}
 
 function characters(text: string): number {
   let count = 0;
@@ -101,11 +115,31 @@ function checkOptionalString(value: unknown, field: string): Validation | undefi
  */
 const maxOriginLength = 1024;
 
-function checkOriginString(value: unknown, field: string): Validation | undefined {
+function checkOriginString(value: unknown, field: string, max = maxOriginLength): Validation | undefined {
   const problem = checkOptionalString(value, field);
   if (problem || typeof value !== 'string') return problem;
-  if (value.length > maxOriginLength && characters(value) > maxOriginLength) return fail(field, `must be at most ${maxOriginLength} characters`);
+  if (CONTROL.test(value)) return fail(field, NO_CONTROL);
+  if (value.length > max && characters(value) > max) return fail(field, `must be at most ${max} characters`);
   return undefined;
+}
+
+/** The vault's bounds on where it happened (its request schema). */
+const maxLocationLength: Record<string, number> = { country: 64, subdivision: 64, city: 256 };
+
+/**
+ * The vault refuses a point id with a control character where the id would be new: a STORE of
+ * a point it does not hold, or a READ, UPDATE or DELETE that registers the point it names
+ * (one with subjectId and data.attribute, about a point it has not seen). Which points it
+ * holds is its call, so the sidecar refuses wherever the id may be new, and lets an event that
+ * can only name a point held already (one stored under such an id before they were refused)
+ * through for the vault to record.
+ */
+const NEW_POINT_ID = `${NO_CONTROL} in an event that may register its point (a STORE, or one with subjectId and data.attribute)`;
+
+function mayRegister(raw: Record<string, unknown>, isStore: boolean): boolean {
+  if (isStore) return true;
+  const data = raw.data;
+  return typeof raw.subjectId === 'string' && isPlainObject(data) && typeof data.attribute === 'string' && data.attribute !== '';
 }
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -259,7 +293,10 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
 
   const problem =
     checkId(raw.applicationId, 'applicationId', true) ??
+    checkNoControl(raw.applicationId, 'applicationId') ??
     checkId(raw.eventId, 'eventId', false) ??
+    // The vault takes one only for an event id it recorded earlier; a retry keeps its id.
+    checkNoControl(raw.eventId, 'eventId') ??
     (raw.dataPointId === undefined && !isStore
       ? fail('dataPointId', `is required for ${eventType} events`)
       : checkId(raw.dataPointId, 'dataPointId', false)) ??
@@ -267,7 +304,7 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
       ? fail('subjectId', 'is required for STORE events')
       : checkId(raw.subjectId, 'subjectId', false)) ??
     // The vault's rule for entity ids, which a subject named here may become there.
-    (typeof raw.subjectId === 'string' && CONTROL.test(raw.subjectId) ? fail('subjectId', 'must not contain control characters') : undefined);
+    checkNoControl(raw.subjectId, 'subjectId');
   if (problem) return problem;
 
   for (const field of optionalStrings) {
@@ -284,7 +321,7 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
     if (!isPlainObject(raw.location)) return fail('location', 'must be an object');
     for (const key of Object.keys(raw.location)) {
       if (!locationFields.has(key)) return fail(`location.${key}`, 'is not a known field');
-      const p = checkOptionalString(raw.location[key], `location.${key}`);
+      const p = checkOriginString(raw.location[key], `location.${key}`, maxLocationLength[key]);
       if (p) return p;
     }
   }
@@ -313,6 +350,7 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
     if (isStore && raw.dataPointId !== undefined && data.dataPointId !== undefined && raw.dataPointId !== data.dataPointId) {
       return fail('data.dataPointId', 'names a different point than dataPointId');
     }
+    if (isStore && typeof data.dataPointId === 'string' && CONTROL.test(data.dataPointId)) return fail('data.dataPointId', NEW_POINT_ID);
     if (nestedDeeperThan(data.value, maxValueDepth)) {
       return fail('data.value', `is nested too deeply (more than ${maxValueDepth} levels)`);
     }
@@ -320,6 +358,8 @@ export function validateEvent(given: unknown, now: number = Date.now()): Validat
       return fail('data.reportOnly', 'must be a boolean');
     }
   }
+
+  if (typeof raw.dataPointId === 'string' && CONTROL.test(raw.dataPointId) && mayRegister(raw, isStore)) return fail('dataPointId', NEW_POINT_ID);
 
   return { ok: true, event: raw as unknown as ExternalActivityEvent };
 }

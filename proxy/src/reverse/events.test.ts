@@ -36,6 +36,33 @@ test('an event the vault could never take is lost, with the field and the proble
   });
 });
 
+test('an event whose ids or user from the traffic hold a control character is lost, never queued for the vault to refuse', (t) => {
+  const problems = (built: ReturnType<typeof buildEvents>) => built.lost.map((l) => `${l.attribute}: ${l.problem}`);
+  const { route, params } = routes.match('GET', '/users/a%0Ab')!;
+  const inPath = buildEvents(route, ctx({ params, responseBody: { email: 'a@b.c' } }));
+  t.deepEqual(inPath.events, []);
+  t.deepEqual(problems(inPath), ['email: subjectId must not contain control characters']);
+  // A header arrives as latin1: byte 0x85 is NEL, which some log viewers take for a line break.
+  const user = routes.match('GET', '/users/7')!;
+  const fromHeader = buildEvents(user.route, ctx({ params: user.params, headers: { 'x-user': 'clerk\u0085admin' }, responseBody: { email: 'a@b.c' } }));
+  t.deepEqual(fromHeader.events, []);
+  t.deepEqual(fromHeader.lost, [{ attribute: 'email', reason: 'invalid-event', problem: 'applicationUser must not contain control characters' }]);
+  // A route without a subject: the vault would take such an id only for a point it stored
+  // under it earlier, and a dead letter for any other; traffic is not where such ids are made.
+  const docs = compileRoutes({
+    routes: [{ method: 'GET', path: '/docs/:doc', eventType: 'READ', applicationId: 'docs', attributes: { body: {} }, dataPointId: 'docs/{params.doc}' }],
+  });
+  const doc = docs.match('GET', '/docs/a%1B%5B2Kb')!;
+  const noSubject = buildEvents(doc.route, ctx({ params: doc.params }));
+  t.deepEqual(noSubject.events, []);
+  t.deepEqual(noSubject.lost, [{ attribute: 'body', reason: 'invalid-event', problem: 'dataPointId must not contain control characters' }]);
+  // From a list item's id, summed up per attribute.
+  const list = routes.match('GET', '/users')!;
+  const items = buildEvents(list.route, ctx({ params: list.params, responseBody: { items: [{ id: 'u\r1', email: 'a@x' }, { id: 'u-2', email: 'b@x' }] } }));
+  t.deepEqual(items.events.map((e) => e.dataPointId), ['crm/u-2/email']);
+  t.deepEqual(problems(items), ['email: subjectId must not contain control characters']);
+});
+
 test('attributes missing from the traffic produce no event, and a STORE needs its subject', (t) => {
   const { route, params } = routes.match('POST', '/users')!;
   const partial = buildEvents(route, ctx({ params, requestBody: { email: 'a@b.c' }, responseBody: { id: 'u1' } }));

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ExternalActivityEvent } from '../ingest/event.js';
-import { findStringDefect, validateEvent } from '../ingest/validate.js';
+import { findStringDefect, hasControlCharacter, validateEvent } from '../ingest/validate.js';
 import { resolvePointer } from './json-pointer.js';
 import { placeholder, type CompiledRoute, type CompiledSource } from './routes-file.js';
 
@@ -197,6 +197,13 @@ function buildItem(route: CompiledRoute, ctx: TrafficContext, item: unknown, out
     const check = validateEvent(event);
     if (!check.ok) {
       out.lost.push({ attribute: attribute.name, reason: 'invalid-event', problem: `${check.field} ${check.problem}` });
+      continue;
+    }
+    // The ingest API lets such an id through on an event that cannot register its point, for
+    // the vault to record against a point stored under it before they were refused. Traffic
+    // is not where such ids come from: one here would be a dead letter, or a forged line.
+    if (hasControlCharacter(dataPointId)) {
+      out.lost.push({ attribute: attribute.name, reason: 'invalid-event', problem: 'dataPointId must not contain control characters' });
       continue;
     }
     // Text the vault can never store (a NUL or a lone surrogate from a path or a body) would

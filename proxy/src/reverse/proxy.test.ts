@@ -427,8 +427,13 @@ test.serial('events the traffic shows but that cannot be built are counted as lo
   const longUser = await request(`${proxy}/users/u-long-user`, { headers: { 'x-user': 'U'.repeat(1025) } });
   t.is(longUser.statusCode, 200);
   await longUser.body.dump();
-  // A subject id over 512 characters; a NUL, which the vault could never store; the user.
-  await waitFor(async () => (await lostEvents('invalid-event')) === invalid + 6, { message: 'invalid events counted' });
+  // An application user with a control character, which the vault refuses: it could forge a
+  // line of the activity log or the console.
+  const controlUser = await request(`${proxy}/users/u-control-user`, { headers: { 'x-user': 'clerk\tadmin' } });
+  t.is(controlUser.statusCode, 200);
+  await controlUser.body.dump();
+  // A subject id over 512 characters; a NUL, which the vault could never store; the two users.
+  await waitFor(async () => (await lostEvents('invalid-event')) === invalid + 8, { message: 'invalid events counted' });
   // Drain the pipeline with a matched request, then check that nothing else reached the vault.
   await (await request(`${proxy}/users/u-marker`)).body.dump();
   await waitFor(() => eventsFor((e) => e.subjectId === 'u-marker').length === 2, { message: 'marker events' });
