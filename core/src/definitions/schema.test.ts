@@ -66,6 +66,20 @@ test('structured values give one leaf per primitive and list item', (t) => {
   t.deepEqual(error(() => checkValue(schema, { middle: 'B' }, 'NAME', { mismatch: 400, unknownSubAttribute: 422 })), { status: 422, message: 'Unknown sub-attribute NAME.middle' });
 });
 
+test('an unknown sub-attribute is named as sent up to the longest path a schema can have, and clipped past it', (t) => {
+  const schema = normalizeSchema({ first: 'string', address: { city: 'string' } });
+  // The longest path a definition may have (256 characters): the interface's wording, whole.
+  const key = 'k'.repeat(256 - 'NAME.address.'.length);
+  t.deepEqual(error(() => checkValue(schema, { address: { [key]: 'x' } }, 'NAME')), { status: 400, message: `Unknown sub-attribute NAME.address.${key}` });
+  // A key of a megabyte is not echoed back whole, into an answer and the logs.
+  const huge = error(() => checkValue(schema, { ['x'.repeat(1_000_000)]: 'B' }, 'NAME'));
+  t.deepEqual(huge, { status: 400, message: `Unknown sub-attribute NAME.${'x'.repeat(59)}…` });
+  // Clipped between characters, never inside an emoji's two UTF-16 halves.
+  const emoji = error(() => checkValue(schema, { ['😀'.repeat(300)]: 'B' }, 'NAME')).message;
+  t.is(emoji, `Unknown sub-attribute NAME.${'😀'.repeat(29)}…`);
+  t.false(/\p{Cs}/u.test(emoji));
+});
+
 test('only additive schema changes are compatible', (t) => {
   t.true(isCompatibleChange({ a: 'string' }, { a: 'string', b: 'int' }));
   t.false(isCompatibleChange({ a: 'string', b: 'int' }, { a: 'string' }));

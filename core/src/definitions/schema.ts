@@ -37,6 +37,17 @@ function storedPathTooLong(path: string): VaultError {
     `Sub-attribute path ${path.slice(0, 64)}… is over ${MAX_STORED_PATH_LENGTH} characters, too long to store: sub-attribute paths may be at most ${MAX_PATH_LENGTH} characters`,
   );
 }
+/**
+ * A path echoed in a message: whole up to the longest a definition may have (as the interface
+ * words it), else its first 64 characters, as other messages clip what a caller sent: a key
+ * of a megabyte is not sent back, nor written to the logs. Never cut inside a surrogate pair.
+ */
+function echoPath(path: string): string {
+  if (!longerThan(path, MAX_PATH_LENGTH)) return path;
+  const head = path.slice(0, 64);
+  return `${/[\uD800-\uDBFF]$/.test(head) ? head.slice(0, -1) : head}…`;
+}
+
 export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]+$/;
 const ALIASES: Record<string, Primitive> = { integer: 'int', number: 'float', double: 'float', bool: 'boolean' };
 
@@ -172,7 +183,7 @@ function walk(schema: Schema, value: unknown, attribute: string, statuses: Value
   for (const [key, sub] of Object.entries(value as Record<string, unknown>)) {
     const path = `${attribute}.${key}`;
     const spec = byName.get(key);
-    if (!spec) throw new VaultError(statuses.unknownSubAttribute, `Unknown sub-attribute ${path}`);
+    if (!spec) throw new VaultError(statuses.unknownSubAttribute, `Unknown sub-attribute ${echoPath(path)}`);
     if (sub === null || sub === undefined) continue;
     // Only a definition stored before the limit can have such a path (paths are ASCII).
     if (path.length > MAX_STORED_PATH_LENGTH) throw storedPathTooLong(path);
