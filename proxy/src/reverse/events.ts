@@ -199,9 +199,9 @@ function buildItem(route: CompiledRoute, ctx: TrafficContext, item: unknown, out
       out.lost.push({ attribute: attribute.name, reason: 'invalid-event', problem: `${check.field} ${check.problem}` });
       continue;
     }
-    // The ingest API lets such an id through on an event that cannot register its point, for
-    // the vault to record against a point stored under it before they were refused. Traffic
-    // is not where such ids come from: one here would be a dead letter, or a forged line.
+    // Stricter than the ingest API, which lets such an id through on an event that cannot
+    // register its point, for the vault to record against a point stored under it earlier:
+    // built from a client's path or body, it would be a dead letter for any other point.
     if (hasControlCharacter(dataPointId)) {
       out.lost.push({ attribute: attribute.name, reason: 'invalid-event', problem: 'dataPointId must not contain control characters' });
       continue;
