@@ -147,6 +147,34 @@ test('every problem in a routes file is reported with its location', (t) => {
   }
 });
 
+test("what a route copies into every event is held to the vault's rules at start, not lost event by event", (t) => {
+  const route = (extra: Record<string, unknown>) => ({ method: 'GET', path: '/u/:id', eventType: 'READ', subjectId: { param: 'id' }, attributes: { email: {} }, ...extra });
+  const err = t.throws(
+    () =>
+      compileRoutes({
+        applicationId: 'crm\u001b[2J',
+        routes: [
+          route({}),
+          route({ applicationId: 'crm', dataStoreName: 'users\ndb' }),
+          route({ applicationId: 'crm', location: { country: 'D'.repeat(65) } }),
+          route({ applicationId: 'crm', data: { tags: ['ok', 'bad\u0085'] } }),
+          route({ applicationId: 'crm', dataStoreServer: 'db-1', dataStoreEntityName: 'users' }),
+        ],
+      }),
+    { instanceOf: RoutesFileError },
+  );
+  const text = err!.message;
+  for (const fragment of [
+    'routes[0].applicationId must not contain control characters',
+    'routes[1].dataStoreName must not contain control characters',
+    'routes[2].location.country must be at most 64 characters',
+    'routes[3].data.tags[1] must not contain control characters',
+  ]) {
+    t.true(text.includes(fragment), `missing "${fragment}" in:\n${text}`);
+  }
+  t.false(text.includes('routes[4]'), text);
+});
+
 test('every mistake in list routes is reported with its location', (t) => {
   const list = { method: 'GET', path: '/users/:id', eventType: 'READ', applicationId: 'a' };
   const err = t.throws(

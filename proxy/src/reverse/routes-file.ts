@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { eventTypes, type EventLocation, type EventType, type ExternalActivityData } from '../ingest/event.js';
+import { validateEvent } from '../ingest/validate.js';
 import { isJsonPointer, parsePointer } from './json-pointer.js';
+import { comparable, CompiledRoutes, decodeSegment } from './route-match.js';
+
+export { CompiledRoutes };
 
 /**
  * Where a value comes from in proxied traffic. `request` and `response` are JSON pointers into
@@ -293,6 +297,8 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
     }
   }
 
+  if (problems.length === before) checkFixedFields(r, applicationId as string, at, problems);
+
   // Items whose data points are all alike would be one data point read over and over, each
   // item's subject and values mixed up in it: a route that cannot say which item is which.
   if (items && problems.length === before) {
@@ -323,6 +329,18 @@ function compileRoute(raw: unknown, index: number, defaultApp: string | undefine
   };
 }
 
+/**
+ * What the route copies into every event as written (application, data store, location,
+ * labels) is held to the ingest API's rules, which are the vault's: a control character or an
+ * over-long name there would make every event of the route lost at run time.
+ */
+function checkFixedFields(r: Record<string, unknown>, applicationId: string, at: string, problems: string[]): void {
+  const probe: Record<string, unknown> = { eventType: 'STORE', applicationId, subjectId: 'route-check', data: { ...(r.data as object | undefined), attribute: 'route-check' } };
+  for (const key of ['dataStoreName', 'dataStoreServer', 'dataStoreEntityName', 'location'] as const) if (r[key] !== undefined) probe[key] = r[key];
+  const verdict = validateEvent(probe);
+  if (!verdict.ok) problems.push(`${at}.${verdict.field} ${verdict.problem}`);
+}
+
 function compileItems(value: unknown, at: string, problems: string[]): CompiledRoute['items'] {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     problems.push(`${at}.items must be an object with one of ${bodyKinds.join(', ')} (the body holding the list)`);
@@ -340,66 +358,4 @@ function compileItems(value: unknown, at: string, problems: string[]): CompiledR
     return undefined;
   }
   return { body, pointer, tokens: parsePointer(pointer) };
-}
-
-/** First matching route wins, in file order. */
-export class CompiledRoutes {
-  constructor(readonly routes: CompiledRoute[]) {}
-
-  /**
-   * Segments are compared decoded, as the upstream's router sees them: `/usu%C3%A1rios/1` is
-   * what clients send for a route listed as `/usuários/:id`, and so is `/usua%CC%81rios/1`, the
-   * same word decomposed (`a` + combining acute): literals are compared in Unicode NFC, since
-   * clients spell either way (macOS hands out decomposed text) and an upstream that serves both
-   * must not have one go unaudited. Parameters keep the spelling sent: they are ids. Literal
-   * segments match in any case and a trailing slash is ignored, as most frameworks route
-   * (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and its
-   * reads must not go unaudited. A path the upstream does not serve answers 404 and yields no
-   * event, so matching leniently invents none.
-   */
-  match(method: string, pathname: string): RouteMatch | undefined {
-    let raw = pathname.split('/').slice(1);
-    if (raw.length > 1 && raw[raw.length - 1] === '') raw = raw.slice(0, -1);
-    // undefined where the %-escapes do not decode.
-    const parts = raw.map(decodeSegment);
-    const lower = parts.map((part, i) => comparable(part ?? raw[i]));
-    for (const route of this.routes) {
-      if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
-      if (route.rest ? parts.length <= route.segments.length : parts.length !== route.segments.length) continue;
-      const params: Record<string, string> = {};
-      let ok = true;
-      let undecodable = false;
-      for (let i = 0; i < route.segments.length && ok; i++) {
-        const segment = route.segments[i];
-        const part = parts[i];
-        if ('literal' in segment) ok = segment.literal === lower[i];
-        else if (raw[i] === '') ok = false;
-        else if (part === undefined) undecodable = true;
-        else params[segment.param] = part;
-      }
-      if (ok && route.rest) {
-        const rest = parts.slice(route.segments.length);
-        if (rest.some((part) => part === undefined)) undecodable = true;
-        else params['*'] = rest.join('/');
-      }
-      if (ok) return undecodable ? { route, params, undecodable: true } : { route, params };
-    }
-    return undefined;
-  }
-}
-
-const NON_ASCII = /[^\x00-\x7f]/;
-
-/** A decoded literal as compared: NFC, lower case. ASCII is its own NFC, so most paths skip it. */
-function comparable(segment: string): string {
-  return (NON_ASCII.test(segment) ? segment.normalize('NFC') : segment).toLowerCase();
-}
-
-function decodeSegment(segment: string): string | undefined {
-  if (!segment.includes('%')) return segment;
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
 }

@@ -1,0 +1,64 @@
+/** Which route of a routes file a request's method and path reach, and its path parameters. */
+import type { CompiledRoute, RouteMatch } from './routes-file.js';
+
+/** First matching route wins, in file order. */
+export class CompiledRoutes {
+  constructor(readonly routes: CompiledRoute[]) {}
+
+  /**
+   * Segments are compared decoded, as the upstream's router sees them: `/usu%C3%A1rios/1` is
+   * what clients send for a route listed as `/usuários/:id`, and so is `/usua%CC%81rios/1`, the
+   * same word decomposed (`a` + combining acute): literals are compared in Unicode NFC, since
+   * clients spell either way (macOS hands out decomposed text) and an upstream that serves both
+   * must not have one go unaudited. Parameters keep the spelling sent: they are ids. Literal
+   * segments match in any case and a trailing slash is ignored, as most frameworks route
+   * (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and its
+   * reads must not go unaudited. A path the upstream does not serve answers 404 and yields no
+   * event, so matching leniently invents none.
+   */
+  match(method: string, pathname: string): RouteMatch | undefined {
+    let raw = pathname.split('/').slice(1);
+    if (raw.length > 1 && raw[raw.length - 1] === '') raw = raw.slice(0, -1);
+    // undefined where the %-escapes do not decode.
+    const parts = raw.map(decodeSegment);
+    const lower = parts.map((part, i) => comparable(part ?? raw[i]));
+    for (const route of this.routes) {
+      if (route.methods !== 'any' && !route.methods.has(method.toUpperCase())) continue;
+      if (route.rest ? parts.length <= route.segments.length : parts.length !== route.segments.length) continue;
+      const params: Record<string, string> = {};
+      let ok = true;
+      let undecodable = false;
+      for (let i = 0; i < route.segments.length && ok; i++) {
+        const segment = route.segments[i];
+        const part = parts[i];
+        if ('literal' in segment) ok = segment.literal === lower[i];
+        else if (raw[i] === '') ok = false;
+        else if (part === undefined) undecodable = true;
+        else params[segment.param] = part;
+      }
+      if (ok && route.rest) {
+        const rest = parts.slice(route.segments.length);
+        if (rest.some((part) => part === undefined)) undecodable = true;
+        else params['*'] = rest.join('/');
+      }
+      if (ok) return undecodable ? { route, params, undecodable: true } : { route, params };
+    }
+    return undefined;
+  }
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** A decoded literal as compared: NFC, lower case. ASCII is its own NFC, so most paths skip it. */
+export function comparable(segment: string): string {
+  return (NON_ASCII.test(segment) ? segment.normalize('NFC') : segment).toLowerCase();
+}
+
+export function decodeSegment(segment: string): string | undefined {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
