@@ -45,6 +45,11 @@ export interface VaultConfig {
   /** Between retention sweeps, ms; 0 turns the sweep off. */
   retentionSweepMs: number;
   bodyLimit: number;
+  /**
+   * Most bytes one read of several points may answer (each value's sealed size, plus
+   * `READ_POINT_ALLOWANCE` per point); 413 above it. A single value is always answered.
+   */
+  readLimit: number;
   /** How long a client may take to send a whole request before 408; 0 waits forever. */
   requestTimeoutMs: number;
   logLevel: string;
@@ -257,6 +262,8 @@ export function loadConfig(env: Env = process.env): VaultConfig {
     alertWebhooks: { urls: webhookUrls(env.VAULT_ALERT_WEBHOOKS), secret: env.VAULT_ALERT_WEBHOOK_SECRET || undefined },
     retentionSweepMs: integer(env, 'VAULT_RETENTION_SWEEP_MS', 60_000, 0, 86_400_000),
     bodyLimit: integer(env, 'VAULT_BODY_LIMIT', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    // At most 256 MiB: the answer is one JSON text, and V8 strings end near 512 MiB.
+    readLimit: integer(env, 'VAULT_READ_LIMIT', 64 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     requestTimeoutMs: integer(env, 'VAULT_REQUEST_TIMEOUT_MS', 60_000, 0, 3_600_000),
     logLevel,
     license: {
@@ -304,6 +311,7 @@ export function describeConfig(config: VaultConfig): Record<string, unknown> {
     alertWebhooks: { urls: config.alertWebhooks.urls.map(webhookOrigin), secret: set(config.alertWebhooks.secret) },
     retentionSweepMs: config.retentionSweepMs,
     bodyLimit: config.bodyLimit,
+    readLimit: config.readLimit,
     requestTimeoutMs: config.requestTimeoutMs,
     logLevel: config.logLevel,
     license: config.license,

@@ -150,6 +150,7 @@ export class Vault {
       rules: () => this.rules,
       activity: () => this.activity,
       indexKey: this.indexKey,
+      readLimit: this.config.readLimit,
       logger: this.logger,
     });
     meterAlerts(this.alerts, this.metrics);

@@ -33,6 +33,8 @@ export interface DataPlaneDeps {
   activity: () => ActivityLog;
   /** The blind-index secret. */
   indexKey: Buffer;
+  /** Most bytes a read of several points may answer (`VAULT_READ_LIMIT`). */
+  readLimit: number;
   logger: Logger;
 }
 

@@ -4,13 +4,13 @@
  * it answered, committed before the answer leaves.
  */
 import DataLoader from 'dataloader';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { canAccessAttribute, type Caller } from '../access/caller.js';
 import type { ActivityRecord } from '../activity/log.js';
 import type { DecryptionCredential } from '../crypto/keys.js';
 import { OpenError, type SealedValue } from '../crypto/opener.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
-import { badRequest, forbidden, notFound, VaultError } from '../errors.js';
+import { badRequest, forbidden, notFound, tooLarge, VaultError } from '../errors.js';
 import { compiledQuery } from '../db/compiled.js';
 import type { Database } from '../db/schema.js';
 import { dialectOf, idList, inIdList } from '../db/dialect.js';
@@ -63,6 +63,37 @@ const pointsOfAttribute = compiledQuery<[string, string], ReadRow>(2, subjectRea
 const pointsOfAttributes = compiledQuery<[string, unknown], ReadRow>(2, subjectReads.attributes);
 const rootsOf = compiledQuery<[string], ReadRow>(1, subjectReads.roots);
 const rootsOfDefinitions = compiledQuery<[string, unknown], ReadRow>(2, subjectReads.rootsOfDefinitions);
+
+/**
+ * What a point costs an answer besides its value (ids, dates, labels, its entry in the READ
+ * record), so that a subject of countless tiny points is bounded too.
+ */
+export const READ_POINT_ALLOWANCE = 256;
+
+interface AnswerSize {
+  points: number | string;
+  bytes: number | string | null;
+}
+/** The same shape's points and the sealed size of their values, without reading a value. */
+const sizeOf = (query: SelectQueryBuilder<Database, 'datapoints', object>) =>
+  query
+    .clearSelect()
+    .clearOrderBy()
+    .select([sql<number | string>`count(*)`.as('points'), sql<number | string | null>`sum(length(ciphertext))`.as('bytes')]);
+/** The size of each shape of `subjectReads`; the query-plan test checks each walks the same index. */
+export const subjectReadSizes = {
+  attribute: (db: Kysely<Database>, entityId: string, attribute: string) => sizeOf(subjectReads.attribute(db, entityId, attribute)),
+  attributes: (db: Kysely<Database>, entityId: string, attributes: unknown) => sizeOf(subjectReads.attributes(db, entityId, attributes)),
+  roots: (db: Kysely<Database>, entityId: string) => sizeOf(subjectReads.roots(db, entityId)),
+  rootsOfDefinitions: (db: Kysely<Database>, entityId: string, keys: unknown) => sizeOf(subjectReads.rootsOfDefinitions(db, entityId, keys)),
+};
+const sizeOfAttribute = compiledQuery<[string, string], AnswerSize>(2, subjectReadSizes.attribute);
+const sizeOfAttributes = compiledQuery<[string, unknown], AnswerSize>(2, subjectReadSizes.attributes);
+const sizeOfRoots = compiledQuery<[string], AnswerSize>(1, subjectReadSizes.roots);
+const sizeOfRootsOfDefinitions = compiledQuery<[string, unknown], AnswerSize>(2, subjectReadSizes.rootsOfDefinitions);
+
+export const readTooLargeMessage = (limit: number) =>
+  `The values asked for exceed ${limit} bytes (VAULT_READ_LIMIT): ask for fewer attributes, or read one point at a time with GET /data/{dataPointId}`;
 const entityById = compiledQuery<[string], { id: string; type: string; prohibited: unknown }>(1, (db, id) =>
   db.selectFrom('entities').select(['id', 'type']).select(prohibitedColumn('entities.id', 'READ', 'prohibited')).where('id', '=', id),
 );
@@ -122,6 +153,7 @@ export class DataPointReader {
     const credential = await this.deps.keyring.requireDecryptionKey(input.decryptionKey);
     if (!canAccessAttribute(caller, input.attributeKey)) throw forbidden();
     await this.readableEntity(input.entityId, input.form);
+    this.refuseIfTooLarge(await sizeOfAttribute(this.deps.reader, input.entityId, input.attributeKey));
     const rows = await pointsOfAttribute(this.deps.reader, input.entityId, input.attributeKey);
     return this.answer(caller, rows, credential);
   }
@@ -142,12 +174,17 @@ export class DataPointReader {
     const reader = this.deps.reader;
     let rows: ReadRow[];
     if (listed) {
-      rows = await pointsOfAttributes(reader, input.entityId, idList(reader, [...new Set(requested)]));
+      const attributes = [...new Set(requested)];
+      this.refuseIfTooLarge(await sizeOfAttributes(reader, input.entityId, idList(reader, attributes)));
+      rows = await pointsOfAttributes(reader, input.entityId, idList(reader, attributes));
     } else if (caller.attributes === '*') {
+      this.refuseIfTooLarge(await sizeOfRoots(reader, input.entityId));
       rows = await rootsOf(reader, input.entityId);
     } else {
       if (caller.attributes.size === 0) throw notFound(MESSAGES.dataNotFound);
-      rows = await rootsOfDefinitions(reader, input.entityId, idList(reader, [...caller.attributes]));
+      const keys = [...caller.attributes];
+      this.refuseIfTooLarge(await sizeOfRootsOfDefinitions(reader, input.entityId, idList(reader, keys)));
+      rows = await rootsOfDefinitions(reader, input.entityId, idList(reader, keys));
     }
     return this.answer(caller, rows, credential);
   }
@@ -164,6 +201,16 @@ export class DataPointReader {
     refuseIfProhibited(row.prohibited);
     const [point] = await this.answer(caller, [row], credential);
     return point;
+  }
+
+  /**
+   * An answer is built whole (rows, opened values, its JSON), so the vault holds it several
+   * times over: one of several points is refused, before any value is read, when it would
+   * exceed `VAULT_READ_LIMIT`. A single value is always answered, however large.
+   */
+  private refuseIfTooLarge([size]: AnswerSize[]): void {
+    const points = Number(size?.points ?? 0);
+    if (points > 1 && Number(size.bytes ?? 0) + points * READ_POINT_ALLOWANCE > this.deps.readLimit) throw tooLarge(readTooLargeMessage(this.deps.readLimit));
   }
 
   private async readableEntity(entityId: string, form: PathForm): Promise<void> {
