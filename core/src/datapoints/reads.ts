@@ -68,7 +68,7 @@ const rootsOfDefinitions = compiledQuery<[string, unknown], ReadRow>(2, subjectR
  * What a point costs an answer besides its value (ids, dates, labels, its entry in the READ
  * record), so that a subject of countless tiny points is bounded too.
  */
-export const READ_POINT_ALLOWANCE = 256;
+export const READ_POINT_ALLOWANCE = 512;
 
 interface AnswerSize {
   points: number | string;
