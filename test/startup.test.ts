@@ -5,7 +5,7 @@ import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { freePort, REPO_ROOT, runVaultCli, VAULT_NODE_FLAGS, waitForHttp } from '../core/src/testing/process.js';
+import { closedPort, REPO_ROOT, runVaultCli, VAULT_NODE_FLAGS, vaultListening, waitForHttp } from '../core/src/testing/process.js';
 import { createPostgresDatabase, testKeyPair } from '../core/src/testing/harness.js';
 import pg from 'pg';
 
@@ -26,10 +26,9 @@ function start(env: Record<string, string>, as: { uid?: number; gid?: number } =
 test('first start with nothing configured prints the admin key and where the private key went', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-first-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const port = await freePort();
-  const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' });
+  const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: '0', VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' });
   t.teardown(() => vault.child.kill('SIGKILL'));
-  await waitForHttp(`http://127.0.0.1:${port}/openapi.json`);
+  const url = await vaultListening(vault.output, vault.exited);
 
   const adminKey = /Admin API key \(shown once, store it safely\): (\S+)/.exec(vault.output())?.[1];
   const keyPath = /Private key: (\S+) \(mode 0600\)/.exec(vault.output())?.[1];
@@ -38,41 +37,45 @@ test('first start with nothing configured prints the admin key and where the pri
   t.is(statSync(keyPath!).mode & 0o777, 0o600);
   t.regex(readFileSync(keyPath!, 'utf8'), /BEGIN PRIVATE KEY/);
 
-  const res = await fetch(`http://127.0.0.1:${port}/entitytypes`, { headers: { authorization: `Bearer ${adminKey}` } });
+  const res = await fetch(`${url}/entitytypes`, { headers: { authorization: `Bearer ${adminKey}` } });
   t.is(res.status, 200);
 
   vault.child.kill('SIGTERM');
   t.is(await vault.exited, 0, 'SIGTERM is a clean shutdown');
 
   // A second start finds its admin and its key: nothing is generated or printed again.
-  const again = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' });
+  const again = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: '0', VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' });
   t.teardown(() => again.child.kill('SIGKILL'));
-  await waitForHttp(`http://127.0.0.1:${port}/openapi.json`);
+  const urlAgain = await vaultListening(again.output, again.exited);
   t.false(again.output().includes('Admin API key'));
   t.false(again.output().includes('Generated'));
-  const still = await fetch(`http://127.0.0.1:${port}/entitytypes`, { headers: { authorization: `Bearer ${adminKey}` } });
+  const still = await fetch(`${urlAgain}/entitytypes`, { headers: { authorization: `Bearer ${adminKey}` } });
   t.is(still.status, 200);
 });
 
-test('a start logs one line with the version and the configuration, its secrets masked', async (t) => {
+test('a start logs one line with the version, the configuration (its secrets masked) and the address it listens on', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-started-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const port = await freePort();
   const secrets = {
     VAULT_ADMIN_API_KEY: `admin_${randomBytes(16).toString('hex')}`,
     VAULT_INDEX_KEY: randomBytes(32).toString('base64'),
     VAULT_ALERT_WEBHOOK_SECRET: `hook-secret-${randomBytes(8).toString('hex')}`,
   };
+  // Port 0: the line names the port the vault was given, which nothing could take from it.
   const vault = start({
     ...secrets,
     VAULT_DATA_DIR: dataDir,
-    VAULT_PORT: String(port),
+    VAULT_PORT: '0',
     VAULT_ENCRYPTION_PUBLIC_KEY: testKeyPair().publicKey,
     VAULT_ALERT_WEBHOOKS: 'https://ops:hookpassword@hooks.example/vault',
     VAULT_LOG_LEVEL: 'info',
   });
   t.teardown(() => vault.child.kill('SIGKILL'));
-  await waitForHttp(`http://127.0.0.1:${port}/readyz`);
+  const url = await vaultListening(vault.output, vault.exited);
+  t.regex(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  t.not(url, 'http://127.0.0.1:0');
+  const res = await fetch(`${url}/entitytypes`, { headers: { authorization: `Bearer ${secrets.VAULT_ADMIN_API_KEY}` } });
+  t.is(res.status, 200, 'the vault at that address is this one: its admin key signs in');
   const lines = vault
     .output()
     .split('\n')
@@ -81,9 +84,10 @@ test('a start logs one line with the version and the configuration, its secrets 
   const started = lines.filter((l) => l.msg === 'vault started');
   t.is(started.length, 1);
   t.is(started[0].level, 30);
+  t.is(started[0].url, url);
   t.true(lines.every((l) => l.level >= 30), 'nothing below VAULT_LOG_LEVEL=info');
   t.is(started[0].version, JSON.parse(readFileSync(join(REPO_ROOT, 'core/package.json'), 'utf8')).version);
-  t.like(started[0].config, { port, logLevel: 'info', adminApiKey: '***', indexKey: '***', alertWebhooks: { urls: ['https://hooks.example/***'], secret: '***' } });
+  t.like(started[0].config, { port: 0, logLevel: 'info', adminApiKey: '***', indexKey: '***', alertWebhooks: { urls: ['https://hooks.example/***'], secret: '***' } });
   for (const secret of [...Object.values(secrets), 'hookpassword']) t.false(vault.output().includes(secret), secret);
   vault.child.kill('SIGTERM');
   t.is(await vault.exited, 0);
@@ -133,8 +137,9 @@ test('invalid configuration stops the start with a message naming the setting, b
 test('a database that cannot be reached, or a port already taken, stops the start with one line saying so', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-unreachable-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const closed = await freePort();
-  const unreachable = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(await freePort()), VAULT_DB: `postgres://vault@127.0.0.1:${closed}/vault` });
+  // A port nothing listens on, nor will: another test's server would answer on one freePort() gave.
+  const closed = await closedPort();
+  const unreachable = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: '0', VAULT_DB: `postgres://vault@127.0.0.1:${closed}/vault` });
   t.is(await unreachable.exited, 1);
   t.is(unreachable.output().trim(), `The vault could not start: the database could not be migrated: connect ECONNREFUSED 127.0.0.1:${closed}`);
 
@@ -168,13 +173,12 @@ test('replicas first started together on a new PostgreSQL database make one admi
     [1, 2, 3].map(async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'vault-replica-'));
       t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-      const port = await freePort();
-      return { port, ...start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_DB: database.url, VAULT_INDEX_KEY: indexKey, VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' }) };
+      return start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: '0', VAULT_DB: database.url, VAULT_INDEX_KEY: indexKey, VAULT_ADMIN_API_KEY: '', VAULT_ENCRYPTION_PUBLIC_KEY: '' });
     }),
   );
   for (const replica of replicas) {
     t.teardown(() => replica.child.kill('SIGKILL'));
-    await waitForHttp(`http://127.0.0.1:${replica.port}/readyz`);
+    await waitForHttp(`${await vaultListening(replica.output, replica.exited)}/readyz`);
   }
   const printed = replicas.map((r) => r.output()).join('');
   t.is(printed.match(/Admin API key/g)?.length, 1, printed);
@@ -192,7 +196,7 @@ test('an index.key emptied or cut short stops the start, and is not replaced by 
   const keyFile = join(dataDir, 'index.key');
   for (const kept of ['', randomBytes(32).toString('base64').slice(0, 20)]) {
     writeFileSync(keyFile, kept, { mode: 0o600 });
-    const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: String(await freePort()) });
+    const vault = start({ VAULT_DATA_DIR: dataDir, VAULT_PORT: '0' });
     t.is(await vault.exited, 1);
     t.is(
       vault.output().trim(),
@@ -218,7 +222,7 @@ test('a database the vault cannot write stops the start with one line naming the
   chmodSync(dataDir, root ? 0o755 : 0o500);
   for (const file of readdirSync(dataDir)) chmodSync(join(dataDir, file), root ? 0o644 : 0o400);
   t.teardown(() => chmodSync(dataDir, 0o700));
-  const vault = start({ ...env, VAULT_PORT: String(await freePort()) }, root ? { uid: 65534, gid: 65534 } : {});
+  const vault = start({ ...env, VAULT_PORT: '0' }, root ? { uid: 65534, gid: 65534 } : {});
   t.is(await vault.exited, 1);
   t.regex(
     vault.output(),
@@ -242,7 +246,7 @@ test('a key file the vault may not make private is said to be still readable, no
   const keyFile = join(dataDir, 'index.key');
   chownSync(keyFile, 0, 0);
   chmodSync(keyFile, 0o644);
-  const vault = start({ ...env, VAULT_PORT: String(await freePort()), VAULT_LOG_LEVEL: 'warn' }, { uid: 65534, gid: 65534 });
+  const vault = start({ ...env, VAULT_PORT: '0', VAULT_LOG_LEVEL: 'warn' }, { uid: 65534, gid: 65534 });
   t.teardown(() => void vault.child.kill('SIGKILL'));
   const warned = async () => {
     // Up to two minutes: under load, transpiling the sources alone has taken more than 30 s.
@@ -258,11 +262,10 @@ test('npm start builds dist/ and runs the compiled vault, not the TypeScript sou
   t.timeout(300_000, 'a first build on a loaded machine');
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-npm-start-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const port = await freePort();
   // Its own process group: npm, its shell and the vault all stop together.
   const npm = spawn('npm', ['start', '--silent'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, VAULT_DATA_DIR: dataDir, VAULT_PORT: String(port), VAULT_LOG_LEVEL: 'warn' },
+    env: { ...process.env, VAULT_DATA_DIR: dataDir, VAULT_PORT: '0', VAULT_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -275,7 +278,9 @@ test('npm start builds dist/ and runs the compiled vault, not the TypeScript sou
       process.kill(-npm.pid!, 'SIGKILL');
     } catch {}
   });
-  await waitForHttp(`http://127.0.0.1:${port}/readyz`, 280_000).catch((err) => t.fail(`${err.message}\n${out}`));
+  // Where it listens, from its `vault started` line (the line is at info).
+  const url = await vaultListening(() => out, exited, 280_000);
+  await waitForHttp(`${url}/readyz`, 280_000).catch((err) => t.fail(`${err.message}\n${out}`));
   t.true(statSync(join(REPO_ROOT, 'dist/core/src/main.js')).isFile());
   // What runs is the compiled entry point, without a TypeScript loader.
   const children = spawn('ps', ['-o', 'args=', '-g', String(npm.pid)], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -289,7 +294,7 @@ test('npm start builds dist/ and runs the compiled vault, not the TypeScript sou
   // With V8's memory settings that keep the vault within its memory budget.
   for (const flag of VAULT_NODE_FLAGS) t.true(vault!.split(' ').includes(flag), `${flag} in: ${vault}`);
   // Files that are not TypeScript (the console's) are found from the compiled build too.
-  const page = await fetch(`http://127.0.0.1:${port}/console`);
+  const page = await fetch(`${url}/console`);
   t.is(page.status, 200);
   t.regex(await page.text(), /<html/i);
   // A read of many values is opened on the decryption thread, which runs compiled too.
@@ -297,7 +302,7 @@ test('npm start builds dist/ and runs the compiled vault, not the TypeScript sou
   t.truthy(adminKey, out);
   const [privateKey, publicKey] = ['private', 'public'].map((k) => readFileSync(join(dataDir, `vault-${k}-key.pem`)).toString('base64'));
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    const res = await fetch(`${url}${path}`, {
       method,
       headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', 'x-decryption-key': privateKey, 'x-encryption-key': publicKey },
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -45,8 +45,10 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env): Promise<v
   const vault = await Vault.open({ config, logger });
   const app = await buildServer(vault);
   await app.listen({ host: config.host, port: config.port });
-  // What an operator checks first when a deployment misbehaves: which release, set up how.
-  logger.info({ version: VAULT_VERSION, node: process.version, dialect: vault.dialect, config: describeConfig(config) }, 'vault started');
+  // What an operator checks first when a deployment misbehaves: which release, set up how,
+  // and where it listens (with VAULT_PORT 0, the port it was given).
+  const url = listeningUrl(app.server.address() as AddressInfo, config.tls !== undefined);
+  logger.info({ version: VAULT_VERSION, node: process.version, dialect: vault.dialect, url, config: describeConfig(config) }, 'vault started');
 
   let stopping = false;
   // Exit codes: 0 every request and the database closed cleanly; 1 something had to be cut
@@ -73,6 +75,11 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env): Promise<v
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+}
+
+function listeningUrl(address: AddressInfo, tls: boolean): string {
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `${tls ? 'https' : 'http'}://${host}:${address.port}`;
 }
 
 /** Rejects with the error the server's own listen would meet (`listen EADDRINUSE: …`). */

@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -69,6 +69,50 @@ export async function waitForHttp(url: string, deadlineMs = 120_000): Promise<vo
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/**
+ * The address a vault started with `VAULT_PORT=0` listens on, from its `vault started` line
+ * (so at `VAULT_LOG_LEVEL` info or debug); rejects if the process exits first. A port picked
+ * before the start could be taken by another test's server, which would answer in its place.
+ */
+export async function vaultListening(output: () => string, exited: Promise<unknown>, deadlineMs = 120_000): Promise<string> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    // Whole lines only: the last may still be arriving.
+    for (const line of output().split('\n').slice(0, -1)) {
+      if (!line.includes('"vault started"')) continue;
+      const url = (JSON.parse(line) as { url?: string }).url;
+      if (url) return url;
+    }
+    if (gone) throw new Error(`the vault exited before it listened:\n${output()}`);
+    if (Date.now() > until) throw new Error(`the vault did not log "vault started" within ${deadlineMs} ms (VAULT_LOG_LEVEL info or debug shows it):\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A port on 127.0.0.1 where nothing listens, for a database or vault that must be away. Not
+ * one freePort() released: another test's server may be given it next, and would answer.
+ * Ports below the ephemeral range are never given to a server that listens on port 0, so one
+ * that refuses connections now (checked, in case this machine runs something there) stays so.
+ * The same as the sidecar's test helper of that name (the packages do not import each other).
+ */
+export async function closedPort(): Promise<number> {
+  for (const port of [1, 9, 47, 91, 199]) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+    });
+    if (refused) return port;
+  }
+  throw new Error('no closed port below the ephemeral range on 127.0.0.1');
 }
 
 /**
