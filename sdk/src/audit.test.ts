@@ -13,7 +13,7 @@ import type { StampedEvent } from './reporter.js';
 import type { ActivityRecord, ExternalActivityEvent } from './types.js';
 import { startRecordingProxy } from './testing/proxy.js';
 import { apiError, startSdkVault, unique, type SdkTestVault } from './testing/vault.js';
-import { cleanupRedis, freePort, sharedRedisUrl, spawnSidecar, stopChild, uniquePrefix } from '../../proxy/src/testing/helpers.js';
+import { cleanupRedis, closedPort, sharedRedisUrl, startSpawnedSidecar, stopChild, uniquePrefix } from '../../proxy/src/testing/helpers.js';
 
 let v: SdkTestVault;
 let EMAIL: string;
@@ -479,22 +479,21 @@ test('reporter: waits as long as Retry-After asks before sending the batch again
 
 test('reporter (sidecar): events go through a real sidecar into the vault, with the stamped ids', async (t) => {
   const prefix = uniquePrefix('sdk');
-  const port = await freePort();
-  const sidecar = spawnSidecar({
+  t.teardown(() => cleanupRedis(prefix));
+  // Port 0, and the address from its `sidecar listening` line: a port picked beforehand could
+  // be taken by another test's server, which would answer in its place.
+  const sidecar = await startSpawnedSidecar({
     SIDECAR_API_KEY: v.proc.adminKey,
     SIDECAR_VAULT_URL: v.proc.url,
-    SIDECAR_PORT: String(port),
+    SIDECAR_PORT: '0',
     SIDECAR_PREFIX: prefix,
     REDIS_URL: sharedRedisUrl,
     SIDECAR_BATCH_SIZE: '50',
     SIDECAR_BATCH_MS: '20',
-    SIDECAR_LOG_LEVEL: 'warn',
+    SIDECAR_LOG_LEVEL: 'info',
   });
-  t.teardown(async () => {
-    await stopChild(sidecar.child);
-    await cleanupRedis(prefix);
-  });
-  const url = `http://127.0.0.1:${port}`;
+  t.teardown(() => stopChild(sidecar.child));
+  const { url } = sidecar;
   await until(async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.ok, 30_000);
 
   const proxy = await startRecordingProxy(url);
@@ -524,23 +523,20 @@ test('reporter (sidecar): events go through a real sidecar into the vault, with 
 
 test('reporter (sidecar): to a sidecar that requires SIDECAR_INGEST_TOKEN, with sidecarToken', async (t) => {
   const prefix = uniquePrefix('sdk-token');
-  const port = await freePort();
+  t.teardown(() => cleanupRedis(prefix));
   const token = 'ingest-token-' + 'x'.repeat(20);
-  const sidecar = spawnSidecar({
+  const sidecar = await startSpawnedSidecar({
     SIDECAR_API_KEY: v.proc.adminKey,
     SIDECAR_VAULT_URL: v.proc.url,
-    SIDECAR_PORT: String(port),
+    SIDECAR_PORT: '0',
     SIDECAR_PREFIX: prefix,
     SIDECAR_INGEST_TOKEN: token,
     REDIS_URL: sharedRedisUrl,
     SIDECAR_BATCH_MS: '20',
-    SIDECAR_LOG_LEVEL: 'warn',
+    SIDECAR_LOG_LEVEL: 'info',
   });
-  t.teardown(async () => {
-    await stopChild(sidecar.child);
-    await cleanupRedis(prefix);
-  });
-  const url = `http://127.0.0.1:${port}`;
+  t.teardown(() => stopChild(sidecar.child));
+  const { url } = sidecar;
   await until(async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.ok, 30_000);
 
   const refused: unknown[] = [];
@@ -587,7 +583,7 @@ test('reporter: a second close() (or the client\'s) waits for the first to deliv
 
 test('reporter: a batch retried in the background does not keep the process alive; an awaited flush() does', async (t) => {
   const sdk = fileURLToPath(new URL('./index.ts', import.meta.url));
-  const gone = `http://127.0.0.1:${await freePort()}`;
+  const gone = `http://127.0.0.1:${await closedPort()}`;
   const run = async (limits: string, ending: string) => {
     const script = `
       const { VaultClient } = await import(${JSON.stringify(sdk)});

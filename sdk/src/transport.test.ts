@@ -14,7 +14,7 @@ import { inspect } from 'node:util';
 import test from 'ava';
 import { VaultClient } from './client.js';
 import { VaultAbortError, VaultApiError, VaultClientClosedError, VaultNetworkError } from './errors.js';
-import { freePort } from '../../core/src/testing/process.js';
+import { closedPort } from '../../core/src/testing/process.js';
 import { startRecordingProxy, type RecordingProxy } from './testing/proxy.js';
 import { apiError, startSdkVault, unique, type SdkTestVault } from './testing/vault.js';
 
@@ -55,7 +55,7 @@ async function rawServer(t: { teardown(fn: () => unknown): void }, handler: Para
 }
 
 test('connection refused: a VaultNetworkError after the retries, for stores too (nothing was sent)', async (t) => {
-  const port = await freePort();
+  const port = await closedPort();
   const c = new VaultClient({ url: `http://127.0.0.1:${port}`, apiKey: 'k'.repeat(20), encryptionKey: v.keys.publicKey, retry: fast });
   t.teardown(() => c.close());
   const read = await t.throwsAsync(c.tags.list(), { instanceOf: VaultNetworkError });

@@ -8,7 +8,7 @@ import test from 'ava';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { createPostgresDatabase } from '../testing/harness.js';
-import { freePort } from '../testing/process.js';
+import { closedPort } from '../testing/process.js';
 import { startRelay } from '../testing/relay.js';
 import { connect, disconnect, type DatabaseHandle } from './connect.js';
 import { storageFailure } from './dialect.js';
@@ -92,7 +92,7 @@ test('sessions ask the server to end them when left idle inside a transaction pa
 });
 
 test('connections refused, cut, or not made within the connect timeout fail as unreachable', async (t) => {
-  const nowhere = `postgres://postgres@127.0.0.1:${await freePort()}/postgres`;
+  const nowhere = `postgres://postgres@127.0.0.1:${await closedPort()}/postgres`;
   const refused = connect({ url: nowhere, poolSize: 1, connectTimeoutMs: 1000 });
   t.teardown(() => disconnect(refused));
   t.is(storageFailure(await failureOf(() => sql`select 1`.execute(refused.db))), 'unreachable');
