@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { runCli } from './main.js';
 import { commands } from './commands.js';
 import { createPostgresDatabase } from '../testing/harness.js';
+import { closedPort } from '../testing/process.js';
 import { connect, disconnect } from '../db/connect.js';
 import { migrations } from '../db/migrations/index.js';
 import { Migrator } from 'kysely';
@@ -416,14 +417,15 @@ test('deadletters: a sidecar it cannot reach is named with how to point elsewher
   t.deepEqual(viaEnv.err, []);
   await new Promise<void>((resolve) => server.close(() => resolve()));
 
-  // The port is free again: nothing answers there.
+  // Nothing answers there, nor will: the port just closed could be given to another test's server.
+  const nowhere = await closedPort();
   const how = 'is it running there? Name its address with --sidecar URL, or its port with SIDECAR_PORT';
-  const closed = io({ SIDECAR_PORT: String(port) });
+  const closed = io({ SIDECAR_PORT: String(nowhere) });
   t.is(await runCli(['deadletters'], closed.io), 1);
-  t.deepEqual(closed.err, [`Failed: could not reach the sidecar at http://127.0.0.1:${port} (ECONNREFUSED): ${how}`]);
+  t.deepEqual(closed.err, [`Failed: could not reach the sidecar at http://127.0.0.1:${nowhere} (ECONNREFUSED): ${how}`]);
   const named = io();
-  t.is(await runCli(['deadletters', '--replay', '--sidecar', `http://127.0.0.1:${port}/`], named.io), 1);
-  t.deepEqual(named.err, [`Failed: could not reach the sidecar at http://127.0.0.1:${port} (ECONNREFUSED): ${how}`]);
+  t.is(await runCli(['deadletters', '--replay', '--sidecar', `http://127.0.0.1:${nowhere}/`], named.io), 1);
+  t.deepEqual(named.err, [`Failed: could not reach the sidecar at http://127.0.0.1:${nowhere} (ECONNREFUSED): ${how}`]);
 
   const badPort = io({ SIDECAR_PORT: 'eighty' });
   t.is(await runCli(['deadletters'], badPort.io), 2);

@@ -98,10 +98,11 @@ export async function vaultListening(output: () => string, exited: Promise<unkno
  * one freePort() released: another test's server may be given it next, and would answer.
  * Ports below the ephemeral range are never given to a server that listens on port 0, so one
  * that refuses connections now (checked, in case this machine runs something there) stays so.
- * The same as the sidecar's test helper of that name (the packages do not import each other).
+ * As the sidecar's test helper of that name (the packages do not import each other), without
+ * the ports fetch() refuses as "bad port" (1, 9 among them) before it even connects.
  */
 export async function closedPort(): Promise<number> {
-  for (const port of [1, 9, 47, 91, 199]) {
+  for (const port of [47, 91, 199, 223, 251]) {
     const refused = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1');
       socket.once('connect', () => {
