@@ -1,6 +1,7 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
+import { committed } from '../db/after-commit.js';
 import { dialectOf, forUpdateOnPostgres, isUniqueViolation, lockForTransaction } from '../db/dialect.js';
 import type { ApplicationsTable, Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -155,7 +156,7 @@ export class ApplicationService {
     };
     const application = toApplication(row);
     try {
-      await this.db.transaction().execute(async (trx) => {
+      await committed(this.db, async (trx) => {
         await trx.insertInto('applications').values(row).execute();
         const subject = { target: 'application' as const, id: row.id, before: undefined, after: application, keys: APPLICATION_FIELDS };
         if (actor) await recordUpsert(this.activity, trx, actor, subject, now);
@@ -176,7 +177,7 @@ export class ApplicationService {
     if (input.name !== undefined) changes.name = checkName(input.name);
     if (input.attributes !== undefined) changes.attributes = storedAttributes(input.attributes);
     if (input.admin !== undefined) changes.admin = input.admin ? 1 : 0;
-    const row = await this.db.transaction().execute(async (trx) => {
+    const row = await committed(this.db, async (trx) => {
       if (changes.admin === 0) await lockForTransaction(trx, ADMINS_LOCK);
       const current = await this.lockedApplication(trx, id);
       // The console sends the name with every change: one stored before the check is kept.
@@ -209,7 +210,7 @@ export class ApplicationService {
     await this.refuseKeyInUse(keyHash);
     const now = Date.now();
     try {
-      const row = await this.db.transaction().execute(async (trx) => {
+      const row = await committed(this.db, async (trx) => {
         const current = await this.lockedApplication(trx, id);
         const changes = {
           api_key_hash: keyHash,
@@ -279,7 +280,7 @@ export class ApplicationService {
   }
 
   async delete(actor: ChangeActor, id: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await committed(this.db, async (trx) => {
       await lockForTransaction(trx, ADMINS_LOCK);
       const app = await this.lockedApplication(trx, id);
       if (app.admin === 1) await this.refuseLastAdmin(trx, 'Cannot delete the last admin application');

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { committed } from '../db/after-commit.js';
 import { dialectOf, forUpdateOnPostgres } from '../db/dialect.js';
 import type { Database, EntityTypesTable } from '../db/schema.js';
 import { badRequest, conflict, methodNotAllowed, notFound } from '../errors.js';
@@ -69,7 +70,7 @@ export class EntityTypeService {
       ...(input.description !== undefined && { description: input.description }),
     };
     const key = input.key;
-    return this.db.transaction().execute(async (trx) => {
+    return committed(this.db, async (trx) => {
       // The insert waits for a concurrent create of the key (another process's too) to commit,
       // and the row lock then makes concurrent updates take turns: each compares against what
       // the one before it committed, so the same create or change sent twice is recorded once.
@@ -119,7 +120,7 @@ export class EntityTypeService {
   }
 
   async delete(actor: ChangeActor, key: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await committed(this.db, async (trx) => {
       // Locked on PostgreSQL first: an entity being created with this type through another
       // process holds the row (`resolveForStore`), so it is committed, and found below, first.
       const row = await forUpdateOnPostgres(dialectOf(trx), trx.selectFrom('entity_types').select(['key', 'system']).where('key', '=', key)).executeTakeFirst();

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { committed } from '../db/after-commit.js';
 import { forUpdateOnPostgres, isUniqueViolation, toNumber, type DialectName } from '../db/dialect.js';
 import type { Database, RegulationsTable } from '../db/schema.js';
 import { badRequest, conflict, notFound, paymentRequired } from '../errors.js';
@@ -91,7 +92,7 @@ export class RegulationService {
       ...(input.url !== undefined && { url: input.url }),
     };
     const attempt = () =>
-      this.db.transaction().execute(async (trx) => {
+      committed(this.db, async (trx) => {
         const max = this.maxCustom();
         // Count-then-insert must not interleave, or two creates at the limit both pass. SQLite
         // runs one write transaction at a time; PostgreSQL needs the lock.
@@ -166,7 +167,7 @@ export class RegulationService {
   /** Deletes the regulation and removes it from definitions and data points, all or nothing. */
   async delete(actor: ChangeActor, key: string): Promise<void> {
     if (!(await this.find(key))) throw notFound('Regulation not found');
-    await this.db.transaction().execute(async (trx) => {
+    await committed(this.db, async (trx) => {
       if ((await this.rules().findReferencingRule(trx, 'regulation', key)) !== undefined) {
         throw conflict('Cannot delete regulation, because it is referenced by rule');
       }

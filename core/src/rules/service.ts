@@ -11,6 +11,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { committed } from '../db/after-commit.js';
 import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
@@ -94,7 +95,7 @@ export class RuleService {
     // tags. Checked here, as control characters in its names are below, rather than in
     // parseRule, so a rule stored before either check still loads.
     checkTagNames([...rule.references.actionTags]);
-    const outcome = await this.db.transaction().execute(async (trx) => {
+    const outcome = await committed(this.db, async (trx) => {
       // First write of the transaction: on PostgreSQL its row lock serialises rule changes,
       // which keeps the default execution order unique.
       await trx
@@ -199,7 +200,7 @@ export class RuleService {
   async delete(actor: ChangeActor, ruleName: string): Promise<void> {
     const row = await this.find(ruleName);
     if (!row) throw notFound('Rule not found');
-    await this.db.transaction().execute(async (trx) => {
+    await committed(this.db, async (trx) => {
       await trx
         .updateTable('rules_version')
         .set((eb) => ({ version: eb('version', '+', 1) }))

@@ -52,7 +52,7 @@ export class TagService {
     if (name === undefined || name === null) throw badRequest('Tag name is required');
     const [valid] = checkTagNames([name]);
     const now = nowIso();
-    await this.db.transaction().execute(async (trx) => {
+    await committed(this.db, async (trx) => {
       const created = await trx.insertInto('tags').values({ name: valid, created_date: now, modified_date: now }).onConflict((oc) => oc.column('name').doNothing()).executeTakeFirst();
       // A tag has nothing to change but its date: only its creation is worth a record.
       if (Number(created.numInsertedOrUpdatedRows ?? 0) > 0) {
