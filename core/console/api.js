@@ -9,10 +9,12 @@ export const session = {
 };
 
 export class ApiError extends Error {
-  constructor(status, message, body) {
+  constructor(status, message, body, retryAfter) {
     super(message);
     this.status = status;
     this.body = body;
+    /** Seconds the vault asked to wait (`Retry-After` of a 429 or 503), when it said. */
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -23,9 +25,9 @@ export function onUnauthorized(handler) {
 
 /**
  * One request. `query` members that are empty are left out; `headers` carry per-request
- * secrets (the decryption key) that must not outlive this call.
+ * secrets (the decryption key) that must not outlive this call; `signal` abandons it.
  */
-export async function api(method, path, { query, body, headers, apiKey } = {}) {
+export async function api(method, path, { query, body, headers, apiKey, signal } = {}) {
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query ?? {})) {
     if (value !== undefined && value !== null && value !== '') url.searchParams.set(name, String(value));
@@ -44,6 +46,7 @@ export async function api(method, path, { query, body, headers, apiKey } = {}) {
       cache: 'no-store',
       credentials: 'omit',
       referrerPolicy: 'no-referrer',
+      signal,
     });
   } catch {
     throw new ApiError(0, 'The vault did not answer');
@@ -56,7 +59,8 @@ export async function api(method, path, { query, body, headers, apiKey } = {}) {
     json = undefined;
   }
   if (!res.ok) {
-    const error = new ApiError(res.status, json?.message ?? res.statusText ?? 'Request failed', json);
+    const wait = Number(res.headers.get('retry-after'));
+    const error = new ApiError(res.status, json?.message ?? res.statusText ?? 'Request failed', json, Number.isFinite(wait) && wait > 0 ? wait : undefined);
     if (res.status === 401 && apiKey === undefined) unauthorizedHandler();
     throw error;
   }

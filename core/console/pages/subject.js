@@ -1,7 +1,8 @@
-import { html, lines, useRef, useState, visible } from '../lib.js';
+import { html, lines, useEffect, useRef, useState, visible } from '../lib.js';
 import { api, ApiError, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, fileName, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
+import { count, milestone, readPointByPoint, refusedValue, RevealProgress, values as valueCount } from './reveal.js';
 
 const ACTIVITY_SHOWN = 100;
 
@@ -45,6 +46,15 @@ export function Subject({ id, admin, allAttributes }) {
   const appNames = useApplicationNames(admin);
   // Decrypted values live in this component's memory only and go when it unmounts.
   const [values, setValues] = useState();
+  // Stored values the vault would not read one by one, with its reason ("404 Data Not Found").
+  const [refused, setRefused] = useState();
+  // A reveal point by point under way: {done, total}; `running` stops it.
+  const [progress, setProgress] = useState();
+  const [announced, setAnnounced] = useState('');
+  const running = useRef();
+  const revealButton = useRef();
+  const cancelButton = useRef();
+  const focusBack = useRef(false);
   const [keyFile, setKeyFile] = useState();
   const keyInput = useRef();
   const [error, setError] = useState();
@@ -73,10 +83,13 @@ export function Subject({ id, admin, allAttributes }) {
       try {
         read = (await api('GET', `/datasubjects/${seg(id)}/attributes`, { headers: { 'x-decryption-key': header } })).data;
       } catch (err) {
+        // Too much for one answer (VAULT_READ_LIMIT); the vault answers any one point.
+        if (err instanceof ApiError && err.status === 413) return revealPointByPoint(header);
         // The vault's 404 for a subject holding no stored value (report-only points only).
         if (!(err instanceof ApiError && err.status === 404)) throw err;
         read = [];
       }
+      setRefused(undefined);
       setValues(new Map(read.map((p) => [p.dataPointId, p.value])));
       activity.reload(); // the reveal is a read, recorded like any other
       setNotice(
@@ -86,9 +99,86 @@ export function Subject({ id, admin, allAttributes }) {
       );
     });
 
+  /**
+   * The table's stored values read one at a time. The table fills as they come, but is drawn
+   * again only a few times a second: 5,000 rows drawn at every value would stall the page.
+   */
+  const revealPointByPoint = async (header) => {
+    const listed = points.data ?? (await allPoints(id));
+    const ids = listed.filter((p) => !p.structureRootId && !p.reportOnly).map((p) => p.dataPointId);
+    const total = ids.length;
+    const controller = new AbortController();
+    running.current = controller;
+    // Filled in place: the page holds each value once, in the Map its table reads.
+    const shown = new Map();
+    const notRead = new Map();
+    setValues(shown);
+    setRefused(notRead);
+    setProgress({ done: 0, total });
+    setAnnounced(`Revealing ${valueCount(total)} one at a time: together they are more than the vault answers at once.`);
+    let done = 0;
+    let told = 0;
+    let timer;
+    const draw = () => {
+      timer = undefined;
+      setProgress({ done, total });
+      if (milestone(done, total) > told) {
+        told = milestone(done, total);
+        setAnnounced(`Revealing ${count(done)} of ${valueCount(total)}…`);
+      }
+    };
+    try {
+      await readPointByPoint({
+        ids,
+        header,
+        signal: controller.signal,
+        onValue: (pointId, value) => shown.set(pointId, value),
+        onRefused: (pointId, reason) => notRead.set(pointId, reason),
+        onProgress: (n) => {
+          done = n;
+          timer ??= setTimeout(draw, 200);
+        },
+      });
+    } finally {
+      clearTimeout(timer);
+      if (running.current === controller) running.current = undefined;
+      setProgress(undefined);
+      setAnnounced('');
+      activity.reload(); // each point read is recorded, cancelled or not
+    }
+    const reason = controller.signal.reason;
+    if (controller.signal.aborted && reason !== 'cancel') return; // hidden, or the page left
+    const kept = ` ${shown.size === 1 ? 'It is' : 'They are'} kept on this page only.`;
+    const marked = notRead.size ? ` ${count(notRead.size)} could not be read and ${notRead.size === 1 ? 'is' : 'are'} marked in the table.` : '';
+    if (controller.signal.aborted) {
+      setNotice({ kind: 'warn', text: `Reveal cancelled: ${count(shown.size)} of ${valueCount(total)} revealed, the rest not.${marked}${shown.size ? kept : ''}` });
+    } else if (notRead.size) {
+      setNotice({ kind: 'warn', text: `Revealed ${count(shown.size)} of ${valueCount(total)}.${marked}${shown.size ? kept : ''}` });
+    } else {
+      setNotice(`Revealed ${valueCount(total)}, one at a time: together they are more than the vault answers at once.${kept}`);
+    }
+  };
+
+  const cancel = () => running.current?.abort('cancel');
+  useEffect(() => () => running.current?.abort('gone'), []);
+
+  // The reveal button is disabled while a reveal runs: its focus goes to Cancel, and back.
+  useEffect(() => {
+    const at = document.activeElement;
+    if (progress && !focusBack.current && (!at || at === document.body || at === revealButton.current)) {
+      focusBack.current = true;
+      cancelButton.current?.focus();
+    } else if (!progress && !busy && focusBack.current) {
+      focusBack.current = false;
+      if (!at || at === document.body) revealButton.current?.focus();
+    }
+  }, [Boolean(progress), busy]);
+
   // Hidden values that one click would bring back are not hidden: the key goes with them.
   const forget = () => {
+    running.current?.abort('forget');
     setValues(undefined);
+    setRefused(undefined);
     setKeyFile(undefined);
     if (keyInput.current) keyInput.current.value = '';
   };
@@ -111,11 +201,18 @@ export function Subject({ id, admin, allAttributes }) {
       }
       // Report-only points have no value in the vault: no reveal could add one.
       const stored = roots.filter((p) => !p.reportOnly);
-      const unrevealed = stored.filter((p) => !values?.has(p.dataPointId)).length;
+      const unrevealed = stored.filter((p) => !values?.has(p.dataPointId) && !refused?.has(p.dataPointId)).length;
+      const notRead = stored.filter((p) => refused?.has(p.dataPointId));
+      const reasons = [...new Set(notRead.map((p) => refused.get(p.dataPointId)))];
       const limitations = [
         ...(history === null ? ["Activity history not included: only an administrator's API key may read the activity log, and this key is not one."] : []),
         ...(allAttributes ? [] : ['Data points limited to the attributes this API key may read: its application may not see them all.']),
         ...(unrevealed ? [`Values not included for ${unrevealed} of the ${stored.length} stored value${stored.length === 1 ? '' : 's'}: reveal them with the private key first.`] : []),
+        ...(notRead.length
+          ? [
+              `Values not included for ${notRead.length} of the ${stored.length} stored value${stored.length === 1 ? '' : 's'}: the vault would not read them (${reasons.slice(0, 5).join('; ')}${reasons.length > 5 ? '; …' : ''}); each is marked with valueNotIncluded.`,
+            ]
+          : []),
       ];
       const report = {
         exportedAt: new Date().toISOString(),
@@ -123,7 +220,9 @@ export function Subject({ id, admin, allAttributes }) {
         limitations,
         subject: subject.data,
         valuesIncluded: Boolean(values),
-        dataPoints: (points.data ?? []).map((p) => (values?.has(p.dataPointId) ? { ...p, value: values.get(p.dataPointId) } : p)),
+        dataPoints: (points.data ?? []).map((p) =>
+          values?.has(p.dataPointId) ? { ...p, value: values.get(p.dataPointId) } : refused?.has(p.dataPointId) ? { ...p, valueNotIncluded: refused.get(p.dataPointId) } : p,
+        ),
         activity: history,
       };
       download(fileName(['subject', id], 'json'), 'application/json', JSON.stringify(report, null, 2));
@@ -199,7 +298,7 @@ export function Subject({ id, admin, allAttributes }) {
     { label: 'Created', render: (p) => when(p.createdDate) },
     { label: 'Modified', render: (p) => when(p.modifiedDate) },
     { label: 'Report-only', key: 'reportOnly' },
-    ...(values ? [{ label: 'Value', render: (p) => showValue(values.get(p.dataPointId)) }] : []),
+    ...(values ? [{ label: 'Value', render: (p) => (refused?.has(p.dataPointId) ? refusedValue(refused.get(p.dataPointId)) : showValue(values.get(p.dataPointId))) }] : []),
   ];
   const attributes = [...new Set(roots.map((p) => p.attribute))];
   // The id as the label shows it (hidden characters marked) is what an officer can type.
@@ -226,12 +325,14 @@ export function Subject({ id, admin, allAttributes }) {
           <label for="key-file">Private key file</label>
           <input id="key-file" ref=${keyInput} type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])} />
         </div>
-        <button type="button" class="primary" disabled=${!keyFile || busy} onClick=${reveal}>Reveal values</button>
+        <button type="button" class="primary" ref=${revealButton} disabled=${!keyFile || busy} onClick=${reveal}>Reveal values</button>
         ${values ? html`<button type="button" onClick=${hide}>Hide values</button>` : null}
         <span class="spacer"></span>
         <button type="button" onClick=${exportJson} disabled=${busy || !points.data}>Export JSON</button>
       </div>
-      <p class="muted small">The key file is read in this browser and sent with the reveal request only; it is never stored.</p>
+      <p class="muted small">The key file is read in this browser and sent with the reveal requests only; it is never stored.</p>
+      ${progress ? html`<${RevealProgress} done=${progress.done} total=${progress.total} onCancel=${cancel} cancelRef=${cancelButton} />` : null}
+      <p class="sr-only" role="status">${announced}</p>
       <${ErrorBox} error=${points.error} />
       ${points.loading && !points.data ? html`<${Loading} />` : null}
       ${points.data ? html`<${Table} caption="Data points of the subject" columns=${columns} rows=${roots} empty="No data points you may see." />` : null}
