@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import Database from 'better-sqlite3';
-import type { Page } from 'playwright-core';
+import type { Page, Route } from 'playwright-core';
 import { callVault } from '../core/src/testing/process.js';
 import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
 
@@ -48,7 +48,8 @@ let session: ConsoleSession;
 let page: Page;
 
 test.before(async () => {
-  session = await openConsoleSession();
+  // The least read limit, so that a subject of 150 notes is revealed point by point (the last test).
+  session = await openConsoleSession({ VAULT_READ_LIMIT: String(64 * 1024) });
   page = session.page;
 });
 test.after.always(async () => session?.close());
@@ -603,4 +604,45 @@ test.serial('keyboard: a confirmed delete that takes the focused row away leaves
   await open('rules/focus-rule', 'Rule focus-rule');
   await confirmDelete('Delete rule', /^button Delete this rule/);
   t.is(await focused('h1 Rule focus-rule'), 'h1 Rule focus-rule', 'the rule gone with its form: the page heading');
+});
+
+test.serial('a reveal point by point, in progress and done with a value refused, has no serious or critical violation', async (t) => {
+  const vault = session.vault;
+  const ok = (answer: { status: number; body: unknown }) => t.true(answer.status < 300, JSON.stringify(answer.body));
+  ok(await callVault(vault, 'POST', '/attributes', { key: 'MANY', schema: 'string', repeatable: true }));
+  ok(await callVault(vault, 'POST', '/attributes', { key: 'GONE', schema: 'string' }));
+  const data = [...Array.from({ length: 150 }, (_, i) => ({ attribute: 'MANY', value: `note ${i}` })), { attribute: 'GONE', value: 'deleted meanwhile' }];
+  ok(await callVault(vault, 'POST', '/datasubjects/many-values/attributes', { data }, { 'x-encryption-key': vault.keys.publicKey }));
+  // Reads of single points past the tenth wait, so that the progress stands still to be audited.
+  const isPointRead = (url: URL) => url.pathname.startsWith('/data/');
+  const held: Array<() => void> = [];
+  let passed = 0;
+  const hold = async (route: Route) => {
+    if (passed++ >= 10) await new Promise<void>((resume) => held.push(resume));
+    await route.continue().catch(() => undefined);
+  };
+  await signIn();
+  await auditAll(t, [
+    [
+      'subject revealing point by point',
+      async () => {
+        await open('subjects/many-values', 'Subject many-values');
+        await page.getByRole('region', { name: 'Data points of the subject' }).getByRole('cell', { name: 'GONE', exact: true }).waitFor();
+        ok(await callVault(vault, 'DELETE', '/datasubjects/many-values/attributes/GONE'));
+        await page.route(isPointRead, hold);
+        await page.getByLabel('Private key file').setInputFiles(session.keyFile);
+        await page.getByRole('button', { name: 'Reveal values' }).click();
+        await page.getByRole('progressbar', { name: 'Revealing 10 of 151 values…' }).waitFor();
+      },
+    ],
+    [
+      'subject revealed point by point, one value refused',
+      async () => {
+        passed = -Infinity;
+        for (const resume of held.splice(0)) resume();
+        await page.getByRole('status').filter({ hasText: 'Revealed 150 of 151 values' }).waitFor();
+        await page.unroute(isPointRead, hold);
+      },
+    ],
+  ]);
 });
