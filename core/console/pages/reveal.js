@@ -1,6 +1,6 @@
 // Revealing a subject's values one point at a time, when together they exceed what the vault
 // answers in one read (its 413 under VAULT_READ_LIMIT; a single point is always answered).
-import { html } from '../lib.js';
+import { html, useEffect, useState } from '../lib.js';
 import { api, ApiError, seg } from '../api.js';
 
 /** Reads in flight at once: enough to keep the vault busy, few enough to leave it to others. */
@@ -69,11 +69,36 @@ const pause = (seconds, signal) =>
   });
 
 /**
+ * How far a reveal has got, told to whoever listens. Only the progress bar listens: the page
+ * around it, 5,000 rows of table, drawn again at every count kept the browser too busy to
+ * take in the answers (a reveal of 5,000 values took a minute).
+ */
+export function revealProgress(total) {
+  let done = 0;
+  const listeners = new Set();
+  return {
+    total,
+    done: () => done,
+    set(n) {
+      done = n;
+      for (const listener of listeners) listener(n);
+    },
+    listen(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+/**
  * How far a reveal has got, with the way to stop it. The bar and its words change as values
  * arrive; a screen reader hears the milestones from the page's polite live region instead,
  * which would otherwise read out every count.
  */
-export function RevealProgress({ done, total, onCancel, cancelRef }) {
+export function RevealProgress({ progress, onCancel, cancelRef }) {
+  const [done, setDone] = useState(progress.done());
+  useEffect(() => progress.listen(setDone), [progress]);
+  const total = progress.total;
   return html`<div class="reveal-progress">
     <span id="reveal-progress-text">Revealing ${count(done)} of ${values(total)}…</span>
     <progress max=${total} value=${done} aria-labelledby="reveal-progress-text"></progress>

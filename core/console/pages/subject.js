@@ -2,7 +2,7 @@ import { html, lines, useEffect, useRef, useState, visible } from '../lib.js';
 import { api, ApiError, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
 import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, fileName, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
-import { count, milestone, readPointByPoint, refusedValue, RevealProgress, values as valueCount } from './reveal.js';
+import { count, milestone, readPointByPoint, refusedValue, RevealProgress, revealProgress, values as valueCount } from './reveal.js';
 
 const ACTIVITY_SHOWN = 100;
 
@@ -48,7 +48,7 @@ export function Subject({ id, admin, allAttributes }) {
   const [values, setValues] = useState();
   // Stored values the vault would not read one by one, with its reason ("404 Data Not Found").
   const [refused, setRefused] = useState();
-  // A reveal point by point under way: {done, total}; `running` stops it.
+  // A reveal point by point under way (`revealProgress`); `running` stops it.
   const [progress, setProgress] = useState();
   const [announced, setAnnounced] = useState('');
   const running = useRef();
@@ -100,8 +100,8 @@ export function Subject({ id, admin, allAttributes }) {
     });
 
   /**
-   * The table's stored values read one at a time. The table fills as they come, but is drawn
-   * again only a few times a second: 5,000 rows drawn at every value would stall the page.
+   * The table's stored values read one at a time. The bar moves a few times a second; the
+   * table, which may be 5,000 rows, is drawn again only at each tenth of the way.
    */
   const revealPointByPoint = async (header) => {
     const listed = points.data ?? (await allPoints(id));
@@ -114,14 +114,15 @@ export function Subject({ id, admin, allAttributes }) {
     const notRead = new Map();
     setValues(shown);
     setRefused(notRead);
-    setProgress({ done: 0, total });
+    const progressNow = revealProgress(total);
+    setProgress(progressNow);
     setAnnounced(`Revealing ${valueCount(total)} one at a time: together they are more than the vault answers at once.`);
     let done = 0;
     let told = 0;
     let timer;
     const draw = () => {
       timer = undefined;
-      setProgress({ done, total });
+      progressNow.set(done);
       if (milestone(done, total) > told) {
         told = milestone(done, total);
         setAnnounced(`Revealing ${count(done)} of ${valueCount(total)}…`);
@@ -331,7 +332,7 @@ export function Subject({ id, admin, allAttributes }) {
         <button type="button" onClick=${exportJson} disabled=${busy || !points.data}>Export JSON</button>
       </div>
       <p class="muted small">The key file is read in this browser and sent with the reveal requests only; it is never stored.</p>
-      ${progress ? html`<${RevealProgress} done=${progress.done} total=${progress.total} onCancel=${cancel} cancelRef=${cancelButton} />` : null}
+      ${progress ? html`<${RevealProgress} progress=${progress} onCancel=${cancel} cancelRef=${cancelButton} />` : null}
       <p class="sr-only" role="status">${announced}</p>
       <${ErrorBox} error=${points.error} />
       ${points.loading && !points.data ? html`<${Loading} />` : null}
