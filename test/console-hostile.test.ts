@@ -24,8 +24,13 @@ const XSS_SUBJECT = `${XSS}\u200B`;
 const LONG_ID = `long-${'0123456789'.repeat(51)}-x`.slice(0, 512);
 const LONG_NAME = `app-${'abcdefghij'.repeat(26)}`.slice(0, 256);
 const HOSTILE_APP = `${XSS}${RLO}lin`;
-/** Users a spreadsheet would run as a formula, or whose leading control it would drop first. */
-const FORMULAS = ['=HYPERLINK("http://evil.example","click")', '+1+1', '-2+3', '@SUM(A1)', '\t=1+1', '\r=1+1', '\n=1+1'];
+/** Users a spreadsheet would run as a formula. */
+const FORMULAS = ['=HYPERLINK("http://evil.example","click")', '+1+1', '-2+3', '@SUM(A1)'];
+/**
+ * Users whose leading control a spreadsheet would drop before running the formula: the vault
+ * refuses them now (the export still guards records an earlier release took).
+ */
+const CONTROL_FORMULAS = ['\t=1+1', '\r=1+1', '\n=1+1'];
 const VALUE = `${XSS} ${RLO}321 ssecca`;
 /** Hebrew letters and digits: no control character, yet they reorder neutral text beside them unless isolated. */
 const RTL_ID = 'שלום-2024';
@@ -115,6 +120,10 @@ test.before(async () => {
     await call('POST', '/auditlogs', { eventType: 'STORE', subjectId: `a"b,c${RLO}`, applicationId: hostileApp, applicationUser: user, data: { attribute: 'NOTE' } });
   }
   await call('POST', '/auditlogs', { eventType: 'STORE', subjectId: LONG_ID, applicationId: hostileApp, applicationUser: `${XSS}\u2066`, data: { attribute: 'NOTE' } });
+  for (const user of CONTROL_FORMULAS) {
+    const refused = await callVault(vault, 'POST', '/auditlogs', { eventType: 'STORE', subjectId: 'formula', applicationId: hostileApp, applicationUser: user, data: { attribute: 'NOTE' } });
+    if (refused.status !== 400) throw new Error(`applicationUser ${JSON.stringify(user)} was taken: ${refused.status}`);
+  }
 
   await page.goto(`${vault.url}/console`);
   await page.getByLabel('API key').fill(vault.adminKey);
