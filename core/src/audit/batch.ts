@@ -11,7 +11,10 @@ import { chunks } from '../db/insert-rows.js';
 import type { Database } from '../db/schema.js';
 import { dialectOf } from '../db/dialect.js';
 import { findDefinitions, type Definition } from '../definitions/repository.js';
-import { conflict, forbidden, VaultError } from '../errors.js';
+import { ENTITY_ID_MESSAGE } from '../entities/service.js';
+import { badRequest, conflict, forbidden, VaultError } from '../errors.js';
+import { storedTagsAmong, TAG_NAME_MESSAGE } from '../tags/service.js';
+import { hasControlCharacter } from '../util/characters.js';
 import type { RuleEffects, RulesEngine } from '../rules/engine.js';
 import { nowIso } from '../util/time.js';
 import { batchClock, BLOCKED, canRegister, checkPlainText, parseEvent, VALUE_STATUSES, type ActivitySummary, type AuditEventInput, type AuditMode, type ParsedEvent } from './events.js';
@@ -37,6 +40,8 @@ export class AuditBatch {
   private readonly definitions = new Map<string, Definition>();
   private readonly entities = new Map<string, BatchEntity>();
   private readonly knownRegulations = new Set<string>();
+  /** Tags named with a control character that exist (stored by an earlier release). */
+  private readonly storedLegacyTags = new Set<string>();
   private readonly points: BatchPoints;
 
   constructor(
@@ -94,6 +99,7 @@ export class AuditBatch {
         // Only here, past the ids already recorded: a retry of an event recorded before such
         // ids were refused is answered as before, as any retry is.
         checkPlainText('eventId', p.eventId);
+        this.checkLegacyNames(p);
         const plan = planner.plan(i, p);
         planned.push(plan);
         summaries.push(plan.summary);
@@ -123,11 +129,13 @@ export class AuditBatch {
     const subjectIds = new Set<string>();
     const attributes = new Set<string>();
     const regulations = new Set<string>();
+    const legacyTags = new Set<string>();
     const updatedWithValue = new Set<string>();
     const storedWithId = new Set<string>();
     for (const e of events) {
       if (e.dataPointId !== undefined) pointIds.add(e.dataPointId);
       if (e.subjectId !== undefined) subjectIds.add(e.subjectId);
+      for (const tag of e.legacyTags) legacyTags.add(tag);
       // What registering a point needs, whether or not the point turns out to be known.
       if (e.eventType === 'STORE' || canRegister(e)) {
         attributes.add(e.attribute!);
@@ -167,6 +175,18 @@ export class AuditBatch {
       for (const row of rows) this.knownRegulations.add(row.key);
     }
     for (const d of this.definitions.values()) for (const r of d.regulations) this.knownRegulations.add(r);
+    for (const chunk of chunks([...legacyTags], CHUNK)) {
+      for (const name of await storedTagsAmong(this.trx, chunk)) this.storedLegacyTags.add(name);
+    }
+  }
+
+  /**
+   * A subject id or tag name with a control character refers to what an earlier release
+   * stored, which keeps being reported on; it may not name a new subject or tag.
+   */
+  private checkLegacyNames(e: ParsedEvent): void {
+    if (e.subjectId !== undefined && hasControlCharacter(e.subjectId) && !this.entities.get(e.subjectId)?.inDb) throw badRequest(ENTITY_ID_MESSAGE);
+    for (const tag of e.legacyTags) if (!this.storedLegacyTags.has(tag)) throw badRequest(TAG_NAME_MESSAGE);
   }
 
   private entity(id: string): BatchEntity {

@@ -5,8 +5,8 @@
 import { isSensitivity, SENSITIVITY_MESSAGE } from '../datapoints/model.js';
 import type { ValueErrorStatuses } from '../definitions/schema.js';
 import { badRequest } from '../errors.js';
-import { checkEntityId } from '../entities/service.js';
-import { checkTagNames } from '../tags/service.js';
+import { checkReferencedEntityId } from '../entities/service.js';
+import { checkTagNameShapes } from '../tags/service.js';
 import type { EventOrigin } from '../activity/log.js';
 import type { EventType, Location } from '../rules/engine.js';
 import { hasControlCharacter } from '../util/characters.js';
@@ -73,6 +73,8 @@ export interface ParsedEvent extends EventOrigin {
   /** Undefined when the event carries none. */
   value?: unknown;
   tags: readonly string[];
+  /** Those of `tags` with a control character: taken only if stored by an earlier release. */
+  legacyTags: readonly string[];
   regulations: readonly string[];
   /**
    * As sent; checked only when the event registers a point (a STORE, or the first event
@@ -183,8 +185,9 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
   const dataStoreEntityName = checkPlainText('dataStoreEntityName', optionalText(input.dataStoreEntityName));
   const subjectId = optionalText(input.subjectId);
   // A subject an event names may be registered by it: the rule every other path applies to
-  // entity ids, so that what is registered here can be read, listed and purged there.
-  if (subjectId !== undefined) checkEntityId(subjectId);
+  // entity ids, so that what is registered here can be read, listed and purged there. A
+  // control character is judged once the batch knows whether the subject exists (`AuditBatch`).
+  if (subjectId !== undefined) checkReferencedEntityId(subjectId);
   const attribute = optionalText(data?.attribute);
   const sensitivity = optionalText(data?.sensitivity);
   if (eventType === 'STORE') {
@@ -193,8 +196,9 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
     checkSensitivity(sensitivity);
   }
   const tags = names(data?.tags);
-  // The tags an event names are created with its point: the rule of every path that creates tags.
-  if (tags.length > 0) checkTagNames(tags);
+  // The tags an event names are created with its point: the rule of every path that creates
+  // tags, but for tags stored earlier (`AuditBatch`).
+  const legacyTags = tags.length > 0 ? checkTagNameShapes(tags) : NO_NAMES;
   let location: Location | undefined;
   if (input.location) {
     const country = checkPlainText('country', optionalText(input.location.country));
@@ -217,6 +221,7 @@ export function parseEvent(input: AuditEventInput, clock: BatchClock): ParsedEve
     attribute,
     value: data?.value === null ? undefined : data?.value,
     tags,
+    legacyTags,
     regulations: names(data?.regulations),
     sensitivity,
     timestamp,

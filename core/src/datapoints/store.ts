@@ -19,7 +19,7 @@ import { badRequest, BUSY_MESSAGE, conflict, forbidden, tooLarge, VaultError } f
 import { locate } from '../geo/locate.js';
 import { runAfterCommit, type CandidatePoint, type RuleEffects, type RuleEntity } from '../rules/engine.js';
 import { ensureTags } from '../tags/repository.js';
-import { checkTagNames } from '../tags/service.js';
+import { checkTagNameShapes, requireStoredTags } from '../tags/service.js';
 import { PROHIBITED_MESSAGE } from '../rules/prohibitions.js';
 import { nowIso } from '../util/time.js';
 import { newPointId } from './ids.js';
@@ -117,12 +117,16 @@ export class DataPointStore {
     for (const item of items) {
       if (!canAccessAttribute(caller, item.attribute)) throw forbidden(MESSAGES.forbiddenStore);
     }
+    // Tags stored by an earlier release, with a control character in their name, may be given
+    // (looked up only for such names).
+    const legacyTags: string[] = [];
     for (const item of items) {
       if (item.sensitivity !== undefined && item.sensitivity !== null && !isSensitivity(item.sensitivity)) throw badRequest(SENSITIVITY_MESSAGE);
-      if (item.tags) checkTagNames(item.tags);
+      if (item.tags) legacyTags.push(...checkTagNameShapes(item.tags));
       // Storing would keep the very value the client asked not to keep.
       if (item.reportOnly === true) throw badRequest(MESSAGES.reportOnly);
     }
+    await requireStoredTags(this.deps.db, legacyTags);
     // Before the transaction: everything that needs no lock is done while holding none.
     let definitions = await this.deps.definitions.find(items.map((i) => i.attribute));
     const unknown = items.filter((i) => !definitions.has(i.attribute)).map((i) => i.attribute);

@@ -6,7 +6,7 @@ import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { REGULATION_KEY } from '../regulations/service.js';
 import type { RulesEngine } from '../rules/engine.js';
-import { checkTagNames } from '../tags/service.js';
+import { checkTagNamesStored } from '../tags/service.js';
 import { ensureTags, holdTagsAgainstDelete } from '../tags/repository.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, recordUpsert, type ChangeActor } from '../activity/changes.js';
@@ -50,11 +50,12 @@ function resolveKey(input: DefinitionInput): string {
   return key;
 }
 
+const nameMessage = () => `Attribute name must be a string of at most ${NAME_MAX} characters, without control characters`;
+
+/** Control characters are judged once the stored definition is known (`upsert`). */
 function checkName(name: unknown): string | null | undefined {
   if (name === undefined || name === null) return name;
-  if (typeof name !== 'string' || longerThan(name, NAME_MAX) || hasControlCharacter(name)) {
-    throw badRequest(`Attribute name must be a string of at most ${NAME_MAX} characters, without control characters`);
-  }
+  if (typeof name !== 'string' || longerThan(name, NAME_MAX)) throw badRequest(nameMessage());
   return name;
 }
 
@@ -88,7 +89,7 @@ export class DefinitionService {
     const key = resolveKey(input);
     const name = present(input.key) ? checkName(input.name) : key;
     const schema = checkSchema(key, input.schema);
-    const tags = input.tags === undefined ? undefined : checkTagNames(input.tags);
+    const tags = input.tags === undefined ? undefined : await checkTagNamesStored(this.db, input.tags);
     const regulations = input.regulations === undefined ? undefined : [...new Set(input.regulations)].sort();
     const entityTypes = input.entityTypes === undefined ? undefined : [...new Set(input.entityTypes)].sort();
 
@@ -108,6 +109,9 @@ export class DefinitionService {
 
         await this.lockDefinition(trx, key);
         const existing = await findDefinition(trx, key);
+        // A name stored by an earlier release, which let control characters in, may be sent
+        // back as it is (clients post back the definition they read); a new one may not.
+        if (typeof name === 'string' && hasControlCharacter(name) && name !== existing?.name) throw badRequest(nameMessage());
         const next = {
           name: name !== undefined ? name : (existing?.name ?? null),
           hint: input.hint !== undefined ? input.hint : (existing?.hint ?? null),

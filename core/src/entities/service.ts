@@ -5,7 +5,7 @@ import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { DATASUBJECT, ENTITY_TYPE_KEY } from '../entitytypes/service.js';
 import { badRequest, BUSY_MESSAGE, forbidden, notFound, VaultError } from '../errors.js';
-import { checkTagNames } from '../tags/service.js';
+import { checkTagNamesStored } from '../tags/service.js';
 import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
 import { findEntity, setEntityTags, type Entity } from './repository.js';
@@ -16,8 +16,31 @@ import { recheckIdleRetention } from '../rules/idle-retention.js';
 export const ENTITY_ID_MAX = 512;
 export const TAG_REMOVAL_FORBIDDEN = 'Only admins may remove tags from an entity';
 
+export const ENTITY_ID_MESSAGE = `Entity ID must be 1 to ${ENTITY_ID_MAX} characters, without control characters`;
+
 export function isValidEntityId(id: unknown): id is string {
   return typeof id === 'string' && id.length > 0 && !longerThan(id, ENTITY_ID_MAX) && !hasControlCharacter(id);
+}
+
+/**
+ * The limits on an id that may name an entity already stored: an earlier release let control
+ * characters in, and such an entity keeps being read, stored to, tagged and reported on. Only
+ * a new entity must be free of them (`refuseNewLegacyId`).
+ */
+export function checkReferencedEntityId(id: unknown): string {
+  if (id === undefined || id === null || id === '') throw badRequest('Entity ID is required');
+  if (typeof id !== 'string' || longerThan(id, ENTITY_ID_MAX) || id.includes('\u0000')) throw badRequest(ENTITY_ID_MESSAGE);
+  return id;
+}
+
+/**
+ * Refuses an id with a control character unless the entity exists: looked up only for such
+ * an id, so a store to an ordinary one costs no query more.
+ */
+export async function refuseNewLegacyId(db: Kysely<Database>, id: string): Promise<void> {
+  if (hasControlCharacter(id) && !(await db.selectFrom('entities').select('id').where('id', '=', id).executeTakeFirst())) {
+    throw badRequest(ENTITY_ID_MESSAGE);
+  }
 }
 
 /**
@@ -32,7 +55,7 @@ function isLookupId(id: string): boolean {
 /** Entity ids are caller-chosen; these are the only limits on them. */
 export function checkEntityId(id: unknown): string {
   if (id === undefined || id === null || id === '') throw badRequest('Entity ID is required');
-  if (!isValidEntityId(id)) throw badRequest(`Entity ID must be 1 to ${ENTITY_ID_MAX} characters, without control characters`);
+  if (!isValidEntityId(id)) throw badRequest(ENTITY_ID_MESSAGE);
   return id;
 }
 
@@ -64,7 +87,9 @@ export async function resolveForStore<E extends Entity = Entity>(
   requestedType?: string,
   { find = (db, entityId) => findEntity(db, entityId) as Promise<E | undefined> }: ResolveOptions<E> = {},
 ): Promise<ResolvedEntity<E>> {
-  checkEntityId(id);
+  checkReferencedEntityId(id);
+  // Before the type's check, so a new id with a control character is answered as ever.
+  await refuseNewLegacyId(trx, id);
   if (requestedType !== undefined) {
     let query = trx.selectFrom('entity_types').select('key').where('key', '=', requestedType);
     // Held until this commits, so the type's delete through another process waits and then sees this entity.
@@ -78,6 +103,8 @@ export async function resolveForStore<E extends Entity = Entity>(
   // use. A purge through another process may delete that entity again before we read it.
   for (let attempt = 1; !entity; attempt++) {
     if (attempt > CREATE_ATTEMPTS) throw new VaultError(503, BUSY_MESSAGE);
+    // Purged through another process since it was found: it would be new now.
+    if (hasControlCharacter(id)) throw badRequest(ENTITY_ID_MESSAGE);
     const type = requestedType ?? DATASUBJECT;
     const now = nowIso();
     const inserted = await trx
@@ -138,10 +165,11 @@ export class EntityService {
    * entity they read. An entity's type never changes (the interface's 400, for admins too).
    */
   async upsert(caller: Caller, input: EntityInput, options: { dataSubjectsOnly?: boolean } = {}): Promise<ResolvedEntity> {
-    const id = checkEntityId(input.id);
+    const id = checkReferencedEntityId(input.id);
+    await refuseNewLegacyId(this.db, id);
     if (options.dataSubjectsOnly && input.type !== undefined && input.type !== DATASUBJECT) throw badRequest('Entity is not a data subject');
     const requestedType = options.dataSubjectsOnly ? DATASUBJECT : input.type;
-    const tags = input.tags === undefined ? undefined : checkTagNames(input.tags);
+    const tags = input.tags === undefined ? undefined : await checkTagNamesStored(this.db, input.tags);
     return committed(this.db, async (trx) => {
       // Locked: two updates of one entity's tags through different processes would otherwise
       // interleave their replace, and a hold could be set on an entity a purge is deleting.

@@ -16,14 +16,25 @@ export const valueAttributeMessage = () => `Entity value constraint attribute mu
 
 /**
  * `stored`: the rule saved under this key, whose names may be sent again as they are (clients
- * post back the rule they read): only names it does not hold are refused.
+ * post back the rule they read): only names it does not hold are refused. `storedTags`: tags
+ * stored by an earlier release with such a name, which a tag constraint may name, as any
+ * other path may give them.
  */
-export function checkRuleNames(rule: CompiledRule, stored?: CompiledRule): void {
+export function checkRuleNames(rule: CompiledRule, stored?: CompiledRule, storedTags: ReadonlySet<string> = new Set()): void {
   const kept = new Set<string>();
   if (stored) visitNames(stored, (name) => kept.add(name));
-  visitNames(rule, (name, message) => {
-    if (hasControlCharacter(name) && !kept.has(name)) throw badRequest(message());
+  visitNames(rule, (name, message, list) => {
+    if (hasControlCharacter(name) && !kept.has(name) && !(list === 'tag' && storedTags.has(name))) throw badRequest(message());
   });
+}
+
+/** The names a tag constraint lists that hold a control character: worth looking up only then. */
+export function controlTagNames(rule: CompiledRule): string[] {
+  const found: string[] = [];
+  visitNames(rule, (name, _message, list) => {
+    if (list === 'tag' && hasControlCharacter(name)) found.push(name);
+  });
+  return found;
 }
 
 /** Whether any name of the rule holds a control character: only then is the stored rule worth reading. */
@@ -35,7 +46,8 @@ export function hasControlNames(rule: CompiledRule): boolean {
   return found;
 }
 
-type Visit = (name: string, message: () => string) => void;
+/** `list`: the constraint list the name is in, if any. */
+type Visit = (name: string, message: () => string, list?: string) => void;
 
 function visitNames(rule: CompiledRule, visit: Visit): void {
   visit(rule.key, ruleKeyMessage);
@@ -44,7 +56,7 @@ function visitNames(rule: CompiledRule, visit: Visit): void {
 }
 
 function visitList(names: Iterable<string>, label: string, visit: Visit): void {
-  for (const name of names) visit(name, () => listNamesMessage(label));
+  for (const name of names) visit(name, () => listNamesMessage(label), label);
 }
 
 function visitConstraint(constraint: Constraint, visit: Visit): void {

@@ -16,14 +16,14 @@ import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { notFound, paymentRequired, unprocessable } from '../errors.js';
 import { ensureTags } from '../tags/repository.js';
-import { checkTagNames } from '../tags/service.js';
+import { checkTagNamesStored, storedTagsAmong } from '../tags/service.js';
 import { nowIso } from '../util/time.js';
 import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { findDefinitions } from '../definitions/repository.js';
 import { hasSubAttribute } from '../definitions/schema.js';
 import { parseRule } from './compile.js';
-import { checkRuleNames, hasControlNames } from './compile-names.js';
+import { checkRuleNames, controlTagNames, hasControlNames } from './compile-names.js';
 import { actionGroup, type CompiledRule, type ReferenceKind, type RuleReferences, type StoredRule } from './model.js';
 import type { RulesTable } from './tables.js';
 
@@ -94,7 +94,8 @@ export class RuleService {
     // The tags its actions apply are created with the rule: the rule of every path that creates
     // tags. Checked here, as control characters in its names are below, rather than in
     // parseRule, so a rule stored before either check still loads.
-    checkTagNames([...rule.references.actionTags]);
+    // A tag stored earlier with a control character in its name may still be applied.
+    await checkTagNamesStored(this.db, [...rule.references.actionTags]);
     const outcome = await committed(this.db, async (trx) => {
       // First write of the transaction: on PostgreSQL its row lock serialises rule changes,
       // which keeps the default execution order unique.
@@ -103,7 +104,7 @@ export class RuleService {
         .set((eb) => ({ version: eb('version', '+', 1) }))
         .where('id', '=', 1)
         .execute();
-      if (hasControlNames(rule)) checkRuleNames(rule, await this.storedRule(trx, rule.key));
+      if (hasControlNames(rule)) checkRuleNames(rule, await this.storedRule(trx, rule.key), await storedTagsAmong(trx, controlTagNames(rule)));
       await this.requireExisting(trx, rule.references.attributes, 'attribute_definitions', 'key', 'No such attribute');
       await requireSubAttributes(trx, rule.references.subAttributes);
       await this.requireExisting(trx, rule.references.regulations, 'regulations', 'key', 'No such regulation');

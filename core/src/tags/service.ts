@@ -23,13 +23,56 @@ export function isValidTagName(name: unknown): name is string {
   return typeof name === 'string' && name.length > 0 && !longerThan(name, TAG_NAME_MAX) && !hasControlCharacter(name);
 }
 
-const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;
+export const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;
 
 /** Every place that accepts tag names (tags, definitions, entities, data points, audit events, rules) checks them alike. */
 export function checkTagNames(names: readonly unknown[]): string[] {
   for (const name of names) {
     if (!isValidTagName(name)) throw badRequest(TAG_NAME_MESSAGE);
   }
+  return [...new Set(names as string[])].sort();
+}
+
+/**
+ * A name that may be a tag's stored by an earlier release, which let control characters in:
+ * such a tag keeps being read, deleted and given to what it is given to. Whether it exists is
+ * for `requireStoredTags`; NUL no database column holds.
+ */
+function isReferencedTagName(name: unknown): name is string {
+  return typeof name === 'string' && name.length > 0 && !longerThan(name, TAG_NAME_MAX) && !name.includes('\u0000');
+}
+
+/**
+ * `checkTagNames` for names that may refer to tags stored earlier: returns the names holding
+ * a control character, which must then exist (`requireStoredTags`); every other name is
+ * checked as a new one, without a query.
+ */
+export function checkTagNameShapes(names: readonly unknown[]): string[] {
+  let legacy: string[] | undefined;
+  for (const name of names) {
+    if (!isReferencedTagName(name)) throw badRequest(TAG_NAME_MESSAGE);
+    if (hasControlCharacter(name)) (legacy ??= []).push(name);
+  }
+  return legacy ?? [];
+}
+
+/** Which of `names` are the names of stored tags. */
+export async function storedTagsAmong(db: Kysely<Database>, names: readonly string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const rows = await db.selectFrom('tags').select('name').where('name', 'in', [...new Set(names)]).execute();
+  return new Set(rows.map((row) => row.name));
+}
+
+/** Refuses names with a control character (from `checkTagNameShapes`) that no stored tag has. */
+export async function requireStoredTags(db: Kysely<Database>, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  const found = await storedTagsAmong(db, names);
+  if (names.some((name) => !found.has(name))) throw badRequest(TAG_NAME_MESSAGE);
+}
+
+/** `checkTagNames`, but a name with a control character is taken when the tag exists. */
+export async function checkTagNamesStored(db: Kysely<Database>, names: readonly unknown[]): Promise<string[]> {
+  await requireStoredTags(db, checkTagNameShapes(names));
   return [...new Set(names as string[])].sort();
 }
 
@@ -50,12 +93,16 @@ export class TagService {
 
   async upsert(actor: ChangeActor, name: unknown): Promise<Tag> {
     if (name === undefined || name === null) throw badRequest('Tag name is required');
-    const [valid] = checkTagNames([name]);
+    // Posting a tag stored earlier back only touches it, whatever its name holds: a name with
+    // a control character is refused only when it would create the tag.
+    const legacy = checkTagNameShapes([name]).length > 0;
+    const valid = name as string;
     const now = nowIso();
     await committed(this.db, async (trx) => {
       const created = await trx.insertInto('tags').values({ name: valid, created_date: now, modified_date: now }).onConflict((oc) => oc.column('name').doNothing()).executeTakeFirst();
       // A tag has nothing to change but its date: only its creation is worth a record.
       if (Number(created.numInsertedOrUpdatedRows ?? 0) > 0) {
+        if (legacy) throw badRequest(TAG_NAME_MESSAGE);
         await recordChange(this.activity, trx, actor, { target: 'tag', id: valid, action: 'create' }, now);
       } else {
         await trx.updateTable('tags').set({ modified_date: now }).where('name', '=', valid).execute();
@@ -71,7 +118,7 @@ export class TagService {
 
   async find(name: string): Promise<Tag | undefined> {
     // A name no tag can have is simply absent; PostgreSQL would reject some of them as input.
-    if (!isValidTagName(name)) return undefined;
+    if (!isReferencedTagName(name)) return undefined;
     const row = await this.db.selectFrom('tags').selectAll().where('name', '=', name).executeTakeFirst();
     return row && toTag(row);
   }
