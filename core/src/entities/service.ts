@@ -18,14 +18,10 @@ export const TAG_REMOVAL_FORBIDDEN = 'Only admins may remove tags from an entity
 
 export const ENTITY_ID_MESSAGE = `Entity ID must be 1 to ${ENTITY_ID_MAX} characters, without control characters`;
 
-export function isValidEntityId(id: unknown): id is string {
-  return typeof id === 'string' && id.length > 0 && !longerThan(id, ENTITY_ID_MAX) && !hasControlCharacter(id);
-}
-
 /**
- * The limits on an id that may name an entity already stored: an earlier release let control
- * characters in, and such an entity keeps being read, stored to, tagged and reported on. Only
- * a new entity must be free of them (`refuseNewLegacyId`).
+ * Entity ids are caller-chosen; these are the only limits on them, with `refuseNewLegacyId`:
+ * no control characters in a new one. An earlier release let them in, and an entity stored
+ * so keeps being read, stored to, tagged and reported on.
  */
 export function checkReferencedEntityId(id: unknown): string {
   if (id === undefined || id === null || id === '') throw badRequest('Entity ID is required');
@@ -44,19 +40,12 @@ export async function refuseNewLegacyId(db: Kysely<Database>, id: string): Promi
 }
 
 /**
- * Ids looked up as they are: an entity stored before the rule above covered every path
+ * Ids looked up as they are: an entity stored before the rules above covered every path
  * (report-only subjects registered by audit events were not checked) is still found by its
  * id. Only what no database column could hold is not looked for.
  */
 function isLookupId(id: string): boolean {
   return id.length > 0 && id.length <= 4 * ENTITY_ID_MAX && !id.includes('\u0000');
-}
-
-/** Entity ids are caller-chosen; these are the only limits on them. */
-export function checkEntityId(id: unknown): string {
-  if (id === undefined || id === null || id === '') throw badRequest('Entity ID is required');
-  if (!isValidEntityId(id)) throw badRequest(ENTITY_ID_MESSAGE);
-  return id;
 }
 
 /** The interface's 400 for a store or create that names another type than the entity has. */

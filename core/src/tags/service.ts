@@ -19,33 +19,21 @@ export const TAG_NAME_MAX = 256;
 // Control characters make names that cannot be typed or logged safely, and PostgreSQL
 // refuses NUL in text outright.
 
-export function isValidTagName(name: unknown): name is string {
-  return typeof name === 'string' && name.length > 0 && !longerThan(name, TAG_NAME_MAX) && !hasControlCharacter(name);
-}
-
 export const TAG_NAME_MESSAGE = `Tag name must be 1 to ${TAG_NAME_MAX} characters, without control characters`;
-
-/** Every place that accepts tag names (tags, definitions, entities, data points, audit events, rules) checks them alike. */
-export function checkTagNames(names: readonly unknown[]): string[] {
-  for (const name of names) {
-    if (!isValidTagName(name)) throw badRequest(TAG_NAME_MESSAGE);
-  }
-  return [...new Set(names as string[])].sort();
-}
 
 /**
  * A name that may be a tag's stored by an earlier release, which let control characters in:
- * such a tag keeps being read, deleted and given to what it is given to. Whether it exists is
- * for `requireStoredTags`; NUL no database column holds.
+ * such a tag keeps being read, deleted and given to what it is given to; a new one holding
+ * them is refused (`requireStoredTags`). NUL no database column holds.
  */
 function isReferencedTagName(name: unknown): name is string {
   return typeof name === 'string' && name.length > 0 && !longerThan(name, TAG_NAME_MAX) && !name.includes('\u0000');
 }
 
 /**
- * `checkTagNames` for names that may refer to tags stored earlier: returns the names holding
- * a control character, which must then exist (`requireStoredTags`); every other name is
- * checked as a new one, without a query.
+ * Every place that accepts tag names (tags, definitions, entities, data points, audit events,
+ * rules) checks them alike: returns the names holding a control character, which must then
+ * be stored tags (`requireStoredTags`); every other name needs no query.
  */
 export function checkTagNameShapes(names: readonly unknown[]): string[] {
   let legacy: string[] | undefined;
@@ -70,7 +58,7 @@ export async function requireStoredTags(db: Kysely<Database>, names: readonly st
   if (names.some((name) => !found.has(name))) throw badRequest(TAG_NAME_MESSAGE);
 }
 
-/** `checkTagNames`, but a name with a control character is taken when the tag exists. */
+/** `checkTagNameShapes` and `requireStoredTags` at once: the names, distinct and sorted. */
 export async function checkTagNamesStored(db: Kysely<Database>, names: readonly unknown[]): Promise<string[]> {
   await requireStoredTags(db, checkTagNameShapes(names));
   return [...new Set(names as string[])].sort();

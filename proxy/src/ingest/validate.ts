@@ -198,7 +198,7 @@ function checkStringArray(value: unknown, field: string): Validation | undefined
 }
 
 /**
- * The vault's rule for a tag name (checkTagNames in core/src/tags/service.ts), as an event's
+ * The vault's rule for a new tag name (checkTagNameShapes in core/src/tags/service.ts), as an event's
  * tags are created with its point there: one it refuses could only become a dead letter.
  * Empty names are dropped by the vault, and NUL is left to `findStringDefect`, which names it.
  */
