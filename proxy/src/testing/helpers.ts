@@ -24,18 +24,26 @@ export function uniquePrefix(label: string): string {
   return `sidecar-test-${label}-${process.pid}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Deletes every key under the prefix. */
+/**
+ * Deletes every key under the prefix, sweeping again until a sweep finds none: a sidecar
+ * killed a moment ago may have commands still in Redis's buffer, written after the first.
+ */
 export async function cleanupRedis(prefix: string, url = sharedRedisUrl): Promise<void> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
     await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    for (let sweep = 0; sweep < 5; sweep++) {
+      let deleted = 0;
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) deleted += await redis.del(...keys);
+      } while (cursor !== '0');
+      if (deleted === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   } catch {
     // Redis already gone (a test's own server): nothing to clean.
   } finally {
