@@ -34,7 +34,7 @@ export const MAX_STORED_PATH_LENGTH = 2048;
 
 function storedPathTooLong(path: string): VaultError {
   return badRequest(
-    `Sub-attribute path ${path.slice(0, 64)}… is over ${MAX_STORED_PATH_LENGTH} characters, too long to store: sub-attribute paths may be at most ${MAX_PATH_LENGTH} characters`,
+    `Sub-attribute path ${echoPath(path)} is over ${MAX_STORED_PATH_LENGTH} characters, too long to store: sub-attribute paths may be at most ${MAX_PATH_LENGTH} characters`,
   );
 }
 /**

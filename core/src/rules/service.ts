@@ -92,9 +92,9 @@ export class RuleService {
     const parsed = parseRule(input);
     const { rule } = parsed;
     // The tags its actions apply are created with the rule: the rule of every path that creates
-    // tags. Checked here, as control characters in its names are below, rather than in
-    // parseRule, so a rule stored before either check still loads.
-    // A tag stored earlier with a control character in its name may still be applied.
+    // tags (a tag an earlier release stored with a control character may still be applied).
+    // Checked here, as control characters in its names are below, rather than in parseRule, so
+    // a rule stored before either check still loads.
     await checkTagNamesStored(this.db, [...rule.references.actionTags]);
     const outcome = await committed(this.db, async (trx) => {
       // First write of the transaction: on PostgreSQL its row lock serialises rule changes,
