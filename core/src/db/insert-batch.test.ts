@@ -1,12 +1,13 @@
 /**
- * InsertBatch on the test database's dialect (the PostgreSQL pass sends each batch as one
- * statement of data-modifying CTEs; SQLite runs its inserts one after another).
+ * InsertBatch and insertRows on the test database's dialect (the PostgreSQL pass sends each
+ * batch as one statement of data-modifying CTEs; SQLite runs its inserts one after another,
+ * each as a one-row statement run once per row: `each-row.ts`).
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { startTestVault, type TestVault } from '../testing/harness.js';
 import { isUniqueViolation } from './dialect.js';
-import { InsertBatch } from './insert-rows.js';
+import { InsertBatch, insertRows } from './insert-rows.js';
 
 let v: TestVault;
 test.before(async () => {
@@ -65,4 +66,33 @@ test('a batch too large for one statement is sent in several, and all of it land
   });
   const count = await v.vault.db.selectFrom('entities').select((eb) => eb.fn.countAll<number>().as('n')).where('id', 'like', `${prefix}-%`).executeTakeFirstOrThrow();
   t.is(Number(count.n), 7000);
+});
+
+test('rows inserted outside a transaction are all or nothing: a duplicate among them leaves none', async (t) => {
+  const existing = uid('existing');
+  await v.vault.db.insertInto('entities').values(entity(existing)).execute();
+  const [before, after] = [uid('before'), uid('after')];
+  const err = await t.throwsAsync(insertRows(v.vault.db, v.vault.dialect, 'entities', [entity(before), entity(existing), entity(after)]), { any: true });
+  t.true(isUniqueViolation(err));
+  const found = await v.vault.db.selectFrom('entities').select('id').where('id', 'in', [before, after]).execute();
+  t.deepEqual(found, []);
+});
+
+test('a write that fails on its third row keeps none of its rows, and the writes committed with it keep theirs', async (t) => {
+  const existing = uid('existing');
+  await v.vault.db.insertInto('entities').values(entity(existing)).execute();
+  const [failing, kept] = [[uid('failing'), uid('failing')], [uid('kept'), uid('kept')]];
+  // Submitted together, so that on SQLite they share one transaction, each in its savepoint.
+  const [refused, committed] = await Promise.allSettled([
+    v.vault.writes.transaction((trx) => insertRows(trx, v.vault.dialect, 'entities', [entity(failing[0]), entity(failing[1]), entity(existing)])),
+    v.vault.writes.transaction((trx) => insertRows(trx, v.vault.dialect, 'entities', kept.map(entity))),
+  ]);
+  t.is(refused.status, 'rejected');
+  t.true(isUniqueViolation((refused as PromiseRejectedResult).reason));
+  t.is(committed.status, 'fulfilled');
+  const found = await v.vault.db.selectFrom('entities').select('id').where('id', 'in', [...failing, ...kept]).orderBy('id').execute();
+  t.deepEqual(
+    found.map((r) => r.id),
+    [...kept].sort(),
+  );
 });
