@@ -21,24 +21,24 @@ export class ApplicationApi {
     return this.send({ method: 'GET', path: '/applications/me', idempotent: true, signal: options.signal });
   }
 
-  get(id: string, options: CallOptions = {}): Promise<Application> {
-    return this.send({ method: 'GET', path: `/applications/${seg(id)}`, idempotent: true, signal: options.signal });
+  async get(id: string, options: CallOptions = {}): Promise<Application> {
+    return this.send({ method: 'GET', path: `/applications/${seg(id, 'id')}`, idempotent: true, signal: options.signal });
   }
 
   /** Changes name, attributes or admin in place; every vault process applies it within a second. */
-  update(id: string, changes: ApplicationChanges, options: CallOptions = {}): Promise<Application> {
-    return this.send({ method: 'PATCH', path: `/applications/${seg(id)}`, body: changes, idempotent: true, signal: options.signal });
+  async update(id: string, changes: ApplicationChanges, options: CallOptions = {}): Promise<Application> {
+    return this.send({ method: 'PATCH', path: `/applications/${seg(id, 'id')}`, body: changes, idempotent: true, signal: options.signal });
   }
 
   /**
    * Gives the application a new API key, answered this once. Retried only when the connection
    * was refused: a lost answer would leave a key nobody holds, and the old one ended.
    */
-  rollKey(id: string, roll: RollKeyOptions = {}, options: CallOptions = {}): Promise<CreatedApplication> {
-    return this.send({ method: 'POST', path: `/applications/${seg(id)}/key`, body: roll, idempotent: false, signal: options.signal });
+  async rollKey(id: string, roll: RollKeyOptions = {}, options: CallOptions = {}): Promise<CreatedApplication> {
+    return this.send({ method: 'POST', path: `/applications/${seg(id, 'id')}/key`, body: roll, idempotent: false, signal: options.signal });
   }
 
-  delete(id: string, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'DELETE', path: `/applications/${seg(id)}`, idempotent: true, signal: options.signal });
+  async delete(id: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `/applications/${seg(id, 'id')}`, idempotent: true, signal: options.signal });
   }
 }

@@ -20,7 +20,14 @@ export interface ReadOptions extends CallOptions {
   decryptionKey?: string;
 }
 
-export const seg = encodeURIComponent;
+/**
+ * A caller's id or key as one path segment. An empty one would spell another endpoint's path
+ * (`/entities/` is the list, `/entities/alice/attributes/` every attribute), so it is refused.
+ */
+export function seg(value: string, name: string): string {
+  if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string`);
+  return encodeURIComponent(value);
+}
 
 /** The encryption key travels on every store: it must never be the private half. */
 export function refusePrivateKey(encryptionKey: string | undefined): void {
@@ -50,6 +57,8 @@ export class KeyedCollection<Item, Input = Item, Saved = Item> {
   constructor(
     protected readonly send: Send,
     private readonly path: string,
+    /** What the path segment is called in errors. */
+    private readonly keyName = 'key',
   ) {}
 
   save(input: Input, options: CallOptions = {}): Promise<Saved> {
@@ -60,12 +69,12 @@ export class KeyedCollection<Item, Input = Item, Saved = Item> {
     return this.send({ method: 'GET', path: this.path, idempotent: true, signal: options.signal });
   }
 
-  get(key: string, options: CallOptions = {}): Promise<Item> {
-    return this.send({ method: 'GET', path: `${this.path}/${seg(key)}`, idempotent: true, signal: options.signal });
+  async get(key: string, options: CallOptions = {}): Promise<Item> {
+    return this.send({ method: 'GET', path: `${this.path}/${seg(key, this.keyName)}`, idempotent: true, signal: options.signal });
   }
 
   /** Answers the vault's confirmation text. */
-  delete(key: string, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'DELETE', path: `${this.path}/${seg(key)}`, idempotent: true, signal: options.signal });
+  async delete(key: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `${this.path}/${seg(key, this.keyName)}`, idempotent: true, signal: options.signal });
   }
 }

@@ -39,8 +39,8 @@ export class EntityApi {
   }
 
   /** 404 `Not found` when absent; on `/datasubjects`, 400 `Entity is not a data subject`. */
-  get(entityId: string, options: CallOptions = {}): Promise<Entity> {
-    return this.send({ method: 'GET', path: `${this.base}/${seg(entityId)}`, idempotent: true, signal: options.signal });
+  async get(entityId: string, options: CallOptions = {}): Promise<Entity> {
+    return this.send({ method: 'GET', path: `${this.base}/${seg(entityId, 'entityId')}`, idempotent: true, signal: options.signal });
   }
 
   /**
@@ -53,7 +53,7 @@ export class EntityApi {
     refusePrivateKey(encryptionKey);
     return this.send({
       method: 'POST',
-      path: `${this.base}/${seg(entityId)}/attributes`,
+      path: `${this.base}/${seg(entityId, 'entityId')}/attributes`,
       body,
       headers: { 'x-encryption-key': encryptionKey },
       idempotent: false,
@@ -62,10 +62,10 @@ export class EntityApi {
   }
 
   /** The values of one attribute, decrypted. 404 `Data Not Found` when there are none. */
-  getAttribute<V = DataPoint['value']>(entityId: string, attributeKey: string, options: ReadOptions = {}): Promise<DataPoint<V>[]> {
+  async getAttribute<V = DataPoint['value']>(entityId: string, attributeKey: string, options: ReadOptions = {}): Promise<DataPoint<V>[]> {
     return this.send({
       method: 'GET',
-      path: `${this.base}/${seg(entityId)}/attributes/${seg(attributeKey)}`,
+      path: `${this.base}/${seg(entityId, 'entityId')}/attributes/${seg(attributeKey, 'attributeKey')}`,
       headers: { 'x-decryption-key': options.decryptionKey ?? this.#keys.decryptionKey },
       idempotent: true,
       signal: options.signal,
@@ -73,10 +73,10 @@ export class EntityApi {
   }
 
   /** Every attribute the application may read (or only `attributes`), decrypted. */
-  getAttributes(entityId: string, options: ReadOptions & { attributes?: string[] } = {}): Promise<DataPoint[]> {
+  async getAttributes(entityId: string, options: ReadOptions & { attributes?: string[] } = {}): Promise<DataPoint[]> {
     return this.send({
       method: 'GET',
-      path: `${this.base}/${seg(entityId)}/attributes`,
+      path: `${this.base}/${seg(entityId, 'entityId')}/attributes`,
       query: { attributes: options.attributes?.join(',') },
       headers: { 'x-decryption-key': options.decryptionKey ?? this.#keys.decryptionKey },
       idempotent: true,
@@ -85,13 +85,13 @@ export class EntityApi {
   }
 
   /** Deletes every value of the attribute. */
-  deleteAttribute(entityId: string, attributeKey: string, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'DELETE', path: `${this.base}/${seg(entityId)}/attributes/${seg(attributeKey)}`, idempotent: true, signal: options.signal });
+  async deleteAttribute(entityId: string, attributeKey: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `${this.base}/${seg(entityId, 'entityId')}/attributes/${seg(attributeKey, 'attributeKey')}`, idempotent: true, signal: options.signal });
   }
 
   /** Deletes all data of the entity and the entity itself; its activity history stays. */
-  purge(entityId: string, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'DELETE', path: `${this.base}/${seg(entityId)}/data`, idempotent: true, signal: options.signal });
+  async purge(entityId: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `${this.base}/${seg(entityId, 'entityId')}/data`, idempotent: true, signal: options.signal });
   }
 }
 
@@ -107,17 +107,17 @@ export class DataPointApi {
     this.#keys = keys;
   }
 
-  get<V = DataPoint['value']>(dataPointId: string, options: ReadOptions = {}): Promise<DataPoint<V>> {
+  async get<V = DataPoint['value']>(dataPointId: string, options: ReadOptions = {}): Promise<DataPoint<V>> {
     return this.send({
       method: 'GET',
-      path: `/data/${seg(dataPointId)}`,
+      path: `/data/${seg(dataPointId, 'dataPointId')}`,
       headers: { 'x-decryption-key': options.decryptionKey ?? this.#keys.decryptionKey },
       idempotent: true,
       signal: options.signal,
     });
   }
 
-  delete(dataPointId: string, options: CallOptions = {}): Promise<string> {
-    return this.send({ method: 'DELETE', path: `/data/${seg(dataPointId)}`, idempotent: true, signal: options.signal });
+  async delete(dataPointId: string, options: CallOptions = {}): Promise<string> {
+    return this.send({ method: 'DELETE', path: `/data/${seg(dataPointId, 'dataPointId')}`, idempotent: true, signal: options.signal });
   }
 }

@@ -21,7 +21,7 @@ export class RegulationApi extends KeyedCollection<Regulation, RegulationInput, 
 /** Tags (`/tags`), by name. Deleting one removes it everywhere; 409 when a rule references it. */
 export class TagApi extends KeyedCollection<Tag, string> {
   constructor(send: Send) {
-    super(send, '/tags');
+    super(send, '/tags', 'name');
   }
 
   /** Creates the tag, or touches the one with that name. */
