@@ -83,6 +83,17 @@ test('read all attributes, or only those listed; the entities path form too', as
   t.deepEqual((await v.admin.entities.getAttribute(subject, a)).map((p) => p.value), ['one']);
 });
 
+test('an attributes list without a key is a TypeError, not a read of every attribute (the vault\'s answer to an empty list)', async (t) => {
+  const a = await definition('A');
+  const subject = unique('subj');
+  await v.admin.dataSubjects.storeAttributes(subject, [{ attribute: a, value: 'one' }]);
+  for (const attributes of [[], [''], [' ', '']]) {
+    const err = await t.throwsAsync(v.admin.dataSubjects.getAttributes(subject, { attributes }), { instanceOf: TypeError }, JSON.stringify(attributes));
+    t.is(err?.message, 'attributes must list at least one attribute key; leave it out to read every attribute');
+  }
+  t.deepEqual((await v.admin.dataSubjects.getAttributes(subject, { attributes: [a, ''] })).map((p) => p.value), ['one'], 'a blank key beside others is dropped');
+});
+
 test('data points by id: read and delete', async (t) => {
   const key = await definition('NOTE', { repeatable: true });
   const subject = unique('subj');

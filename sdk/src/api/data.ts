@@ -72,8 +72,12 @@ export class EntityApi {
     });
   }
 
-  /** Every attribute the application may read (or only `attributes`), decrypted. */
+  /** Every attribute the application may read (or only `attributes`, which must name one), decrypted. */
   async getAttributes(entityId: string, options: ReadOptions & { attributes?: string[] } = {}): Promise<DataPoint[]> {
+    // The vault takes an empty list (`?attributes=`) as no list: every attribute, decrypted.
+    if (options.attributes && !options.attributes.some((key) => key.trim() !== '')) {
+      throw new TypeError('attributes must list at least one attribute key; leave it out to read every attribute');
+    }
     return this.send({
       method: 'GET',
       path: `${this.base}/${seg(entityId, 'entityId')}/attributes`,
