@@ -9,7 +9,7 @@ import { Pool } from 'undici';
 import { VaultAbortError, VaultApiError, VaultClientClosedError, VaultNetworkError } from './errors.js';
 
 export interface RetryOptions {
-  /** Extra attempts after the first; default 3. */
+  /** Extra attempts after the first, a whole number; default 3. */
   retries?: number;
   /** First backoff delay; default 100 ms. Doubles per attempt, with jitter. */
   minDelayMs?: number;
@@ -132,6 +132,20 @@ export function backoffDelay(attempt: number, retry: Required<RetryOptions>): nu
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
+/**
+ * The retry options with their defaults. A member given as `undefined` (an unset setting)
+ * keeps its default, and a value that is no count or delay is refused: NaN attempts would
+ * retry a call without end, NaN delays without a pause.
+ */
+function retryOptions(given: RetryOptions = {}): Required<RetryOptions> {
+  const { retries = 3, minDelayMs = 100, maxDelayMs = 2000 } = given;
+  if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retry.retries must be a whole number, 0 or more');
+  for (const [name, delay] of Object.entries({ minDelayMs, maxDelayMs })) {
+    if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0) throw new RangeError(`retry.${name} must be a number of milliseconds, 0 or more`);
+  }
+  return { retries, minDelayMs, maxDelayMs };
+}
+
 /** Undici's refusals of a request on a pool already closed: the request was not sent. */
 const POOL_CLOSED = new Set(['UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
 
@@ -166,10 +180,7 @@ export class Transport {
     const keepAlive = options.keepAlive ?? true;
     const tuning = typeof keepAlive === 'object' ? keepAlive : {};
     this.reset = keepAlive === false;
-    this.retry =
-      options.retry === false
-        ? { retries: 0, minDelayMs: 0, maxDelayMs: 0 }
-        : { retries: 3, minDelayMs: 100, maxDelayMs: 2000, ...options.retry };
+    this.retry = options.retry === false ? { retries: 0, minDelayMs: 0, maxDelayMs: 0 } : retryOptions(options.retry);
     this.userAgent = options.userAgent ?? '@sensitive-data-vault/sdk';
     this.pool = new Pool(url.origin, {
       connections: options.connections ?? 10,
