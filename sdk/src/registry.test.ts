@@ -71,6 +71,9 @@ test('entity types: save, list, get, delete and every error', async (t) => {
   const key = unique('type');
   const saved = await v.admin.entityTypes.save({ key, name: 'Customer', description: 'A paying customer' });
   t.like(saved, { key, name: 'Customer', description: 'A paying customer' });
+  // Always answered (the OpenAPI document requires them): typed as strings, not optional.
+  const dates: string[] = [saved.createdDate, saved.modifiedDate, ...(await v.admin.entityTypes.list()).map((e) => e.createdDate)];
+  t.true(dates.every((date) => Date.parse(date) > 0));
   t.like(await v.admin.entityTypes.save({ key, name: 'Client' }), { key, name: 'Client' });
   t.true((await v.admin.entityTypes.list()).some((e) => e.key === key));
   t.like(await v.admin.entityTypes.get(key), { key, name: 'Client' });

@@ -40,6 +40,12 @@ test('save (created, then updated), get by key or name, list, delete, and 404s',
   t.deepEqual(updated.action, { ...alert, message: 'changed' });
   t.true((await v.admin.rules.list()).some((r) => r.key === key));
 
+  // A name sent as null comes back as null, as the OpenAPI document declares it.
+  t.is(await v.admin.rules.save({ ...rule, key: `${key}_unnamed`, name: null }), 'Rule created');
+  const unnamed: string | null | undefined = (await v.admin.rules.get(`${key}_unnamed`)).name;
+  t.is(unnamed, null);
+  t.is(await v.admin.rules.delete(`${key}_unnamed`), 'Rule deleted');
+
   t.is(await v.admin.rules.delete(name), 'Rule deleted');
   await apiError(t, v.admin.rules.get(key), 404, 'Rule not found');
   await apiError(t, v.admin.rules.delete(key), 404, 'Rule not found');

@@ -76,6 +76,6 @@ export interface EntityType {
   key: string;
   name: string | null;
   description: string | null;
-  createdDate?: Timestamp;
-  modifiedDate?: Timestamp;
+  createdDate: Timestamp;
+  modifiedDate: Timestamp;
 }

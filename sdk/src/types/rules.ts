@@ -179,7 +179,8 @@ export type RuleAction =
 interface RuleCommon {
   /** Required unique identifier. */
   key: string;
-  name?: string;
+  /** Rules are found by key, then by name; `null` (or left out) for none, and answered as sent. */
+  name?: string | null;
   action: RuleAction;
   /** Default: one more than the highest. */
   executionOrder?: number;
