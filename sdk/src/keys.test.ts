@@ -194,6 +194,23 @@ test('clientFromEnv needs an API key', async (t) => {
   await t.throwsAsync(clientFromEnv({ VAULT_API_KEY: 'k'.repeat(20), VAULT_ENCRYPTION_KEY: pair.privateKey }), { message: /^VAULT_ENCRYPTION_KEY does not hold/ });
 });
 
+test('clientFromEnv: an override given as undefined (a setting left unset) keeps what the environment says', async (t) => {
+  const seen: Array<string | undefined> = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers['x-encryption-key'] as string | undefined);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const unset: { url?: string; encryptionKey?: string } = {};
+  const c = await clientFromEnv({ VAULT_URL: url, VAULT_API_KEY: 'k'.repeat(20), VAULT_ENCRYPTION_KEY: pair.publicKey }, { url: unset.url, encryptionKey: unset.encryptionKey });
+  t.teardown(() => c.close());
+  await c.dataSubjects.storeAttributes('s', [{ attribute: 'A', value: 'v' }]);
+  t.is(seen.length, 1, 'sent to VAULT_URL');
+  t.is(seen[0], pair.publicKey, 'with VAULT_ENCRYPTION_KEY');
+});
+
 test('a key with text around its PEM, or a second key, is refused where it is given, without quoting it', async (t) => {
   const dir = tempDir(t);
   const other = await generateKeyPair({ modulusLength: 1024 });
