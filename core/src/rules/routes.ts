@@ -17,7 +17,8 @@ const rule = {
   properties: {
     key: { type: 'string' },
     name: { type: 'string', nullable: true },
-    type: { type: 'string', enum: ['data', 'activity'] },
+    // Null when sent so (a data rule): without `nullable` the answer's serialiser wrote "".
+    type: { type: 'string', nullable: true, enum: ['data', 'activity', null] },
     constraint: { ...freeForm, description: 'A constraint object with a string `type`; see the README, "Rules and alerts".' },
     action: { ...freeForm, description: 'An action object with a string `type`; see the README, "Rules and alerts".' },
     executionOrder: { type: 'integer' },

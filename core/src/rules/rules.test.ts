@@ -29,6 +29,17 @@ function strip(rule: Record<string, unknown>) {
   return rest;
 }
 
+test('a rule sent with a null name and a null type (a data rule) comes back with both null, as sent', async (t) => {
+  const key = uniqueKey('nulls');
+  const sent = { key, name: null, type: null, constraint: onEmail, action: alert };
+  t.is((await v.request('POST', '/rules', { body: sent })).status, 201);
+  const byKey = await v.request('GET', `/rules/${key}`);
+  t.is(byKey.status, 200);
+  t.deepEqual(strip(byKey.body.data), sent);
+  const listed = (await v.request('GET', '/rules')).body.data.find((r: any) => r.key === key);
+  t.deepEqual(strip(listed), sent);
+});
+
 test('a rule is created, read by key and by name, and round-trips exactly as sent', async (t) => {
   const key = uniqueKey('roundtrip');
   const sent = {

@@ -187,8 +187,8 @@ interface RuleCommon {
 }
 
 export interface DataRuleInput extends RuleCommon {
-  /** Default `data`. */
-  type?: 'data';
+  /** Default `data`; `null` means it too, and is answered as sent. */
+  type?: 'data' | null;
   constraint: DataConstraint;
 }
 
