@@ -6,6 +6,7 @@
 import { CompiledQuery, SqliteAdapter, SqliteDialect, type DialectAdapter, SqliteDriver, type DatabaseConnection, type Driver, type QueryResult, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
 import { isEachRowInsert, type EachRowInsert } from './each-row.js';
+import type { WriterSnapshot } from './sqlite-reads.js';
 
 /**
  * The writer's transactions take the file's write lock as they begin. A deferred BEGIN reads
@@ -26,12 +27,14 @@ export class WriterDialect extends SqliteDialect {
   constructor(
     private readonly writerConfig: { database: SqliteDialectDatabase },
     private readonly sqlite: SqliteDatabase.Database,
+    /** Reads run on the writer's connection between its transactions (`sqlite-reads.ts`). */
+    private readonly snapshot?: WriterSnapshot,
   ) {
     super(writerConfig);
   }
 
   override createDriver(): Driver {
-    return new WriterDriver(this.writerConfig, this.sqlite);
+    return new WriterDriver(this.writerConfig, this.sqlite, this.snapshot);
   }
 
   override createAdapter(): DialectAdapter {
@@ -84,6 +87,7 @@ class WriterDriver extends SqliteDriver {
   constructor(
     config: { database: SqliteDialectDatabase },
     private readonly sqlite: SqliteDatabase.Database,
+    private readonly snapshot?: WriterSnapshot,
   ) {
     super(config);
   }
@@ -92,6 +96,7 @@ class WriterDriver extends SqliteDriver {
     const inner = await super.acquireConnection();
     this.connection ??= {
       executeQuery: <R>(query: CompiledQuery) => {
+        this.snapshot?.end();
         if (this.transactionOpen && !this.sqlite.inTransaction) return Promise.reject(new TransactionLostError(this.failure));
         // Kysely's SQLite connection fails synchronously (better-sqlite3 is), so no promise
         // is added to every statement's path to see its error.
@@ -102,7 +107,10 @@ class WriterDriver extends SqliteDriver {
           throw err;
         }
       },
-      streamQuery: (query, chunkSize) => inner.streamQuery(query, chunkSize),
+      streamQuery: (query, chunkSize) => {
+        this.snapshot?.end();
+        return inner.streamQuery(query, chunkSize);
+      },
     };
     return this.connection!;
   }
@@ -123,6 +131,8 @@ class WriterDriver extends SqliteDriver {
 
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     this.transactionOpen = false;
+    // A transaction SQLite ended by itself leaves the connection free, and a read may have begun there since.
+    this.snapshot?.end();
     if (this.sqlite.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 }

@@ -1,7 +1,9 @@
 /**
- * SQLite's reader connection: its statements share a read snapshot for one turn of the event
- * loop, and that sharing must never hide a commit made through the writer before a read, nor
- * keep another process's commit hidden past the turn, nor hold back a checkpoint.
+ * SQLite's reads: their statements share a read snapshot for one turn of the event loop (on
+ * the writer's connection when it is free, else on the reader's), and that sharing must never
+ * hide a commit made through the writer before a read, nor show a write transaction's rows
+ * before its commit, nor keep another process's commit hidden past the turn, nor hold back a
+ * checkpoint, nor hold back a write.
  */
 import test from 'ava';
 import SqliteDatabase from 'better-sqlite3';
@@ -83,4 +85,40 @@ test.serial('reads arriving together are each answered with their own rows', asy
 test.serial('the reader runs no transactions, so none can be interleaved with other reads', async (t) => {
   await t.throwsAsync(handle.reader.transaction().execute(async () => undefined), { message: /runs no transactions/ });
   t.deepEqual(await ids(), [2, 3, 4]);
+});
+
+test.serial("a read while a write transaction is open does not see its rows until it commits, nor waits for it", async (t) => {
+  let seenInside: number[] = [];
+  await handle.db.transaction().execute(async (trx) => {
+    await sql`insert into notes values (5)`.execute(trx);
+    seenInside = await ids();
+  });
+  t.deepEqual(seenInside, [2, 3, 4]);
+  t.deepEqual(await ids(), [2, 3, 4, 5]);
+});
+
+test.serial('a write right after a read of the same turn commits at once, for other processes too', async (t) => {
+  t.deepEqual(await ids(), [2, 3, 4, 5]);
+  // Without a transaction of its own: were it run inside the read's snapshot, it would not
+  // commit before the turn ends.
+  await sql`insert into notes values (6)`.execute(handle.db);
+  t.deepEqual(
+    other.prepare('select id from notes order by id').all().map((r) => (r as { id: number }).id),
+    [2, 3, 4, 5, 6],
+  );
+  t.deepEqual(await ids(), [2, 3, 4, 5, 6]);
+});
+
+test.serial('a write transaction whose statement fails leaves the writer free for the next read and write', async (t) => {
+  await t.throwsAsync(
+    handle.db.transaction().execute(async (trx) => {
+      await sql`insert into notes values (7)`.execute(trx);
+      t.deepEqual(await ids(), [2, 3, 4, 5, 6]);
+      await sql`insert into notes values (2)`.execute(trx);
+    }),
+    { any: true, message: /UNIQUE/ },
+  );
+  t.deepEqual(await ids(), [2, 3, 4, 5, 6]);
+  await handle.db.transaction().execute((trx) => sql`insert into notes values (7)`.execute(trx));
+  t.deepEqual(await ids(), [2, 3, 4, 5, 6, 7]);
 });

@@ -11,6 +11,7 @@ import type { Database } from './schema.js';
 import { WalCheckpointer } from './checkpointer.js';
 import { cannotWrite, isFileSystemFailure, requireWritableFile } from './sqlite-access.js';
 import { ReaderDialect, WriterDialect } from './sqlite-drivers.js';
+import { readingByTurns, readingOnWriterWhenFree, WriteCounter, WriterSnapshot } from './sqlite-reads.js';
 
 /** Distinct statements kept prepared per connection. */
 const PREPARED_STATEMENTS = 500;
@@ -63,12 +64,16 @@ export function connectSqlite(path: string, { cacheMb, onCheckpointError, onMode
   // cache keeps them in memory instead of re-reading them. The writer and the reader split it.
   configure(sqlite, cacheMb / 2);
   const writes = new WriteCounter();
-  const db = new Kysely<Database>({ dialect: new WriterDialect({ database: preparingOnce(sqlite, writes) }, sqlite) });
+  const writer = preparingOnce(sqlite, writes);
+  const snapshot = new WriterSnapshot(sqlite);
+  const db = new Kysely<Database>({ dialect: new WriterDialect({ database: writer }, sqlite, snapshot) });
   if (path === ':memory:') return { db, reader: db, dialect: 'sqlite', sqlite };
   const readerSqlite = new SqliteDatabase(path);
   readerSqlite.pragma('query_only = ON');
   configure(readerSqlite, cacheMb / 2);
-  const reader = new Kysely<Database>({ dialect: new ReaderDialect({ database: readingByTurns(preparingOnce(readerSqlite), readerSqlite, writes) }) });
+  const reader = new Kysely<Database>({
+    dialect: new ReaderDialect({ database: readingOnWriterWhenFree(writer, snapshot, readingByTurns(preparingOnce(readerSqlite), readerSqlite, writes)) }),
+  });
   // The thread copies the log's pages as they come. The writer's own threshold, now four
   // times the usual, is what starts the log over under a steady load (see checkpointer.ts);
   // should the thread stop, the writer goes back to the usual one.
@@ -131,11 +136,6 @@ function configure(sqlite: SqliteDatabase.Database, cacheMb: number): void {
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   sqlite.pragma(`cache_size = -${Math.max(1024, Math.round(cacheMb * 1024))}`);
   sqlite.pragma('temp_store = memory');
-}
-
-/** Counts the statements that may change the database, run through this process's writer. */
-class WriteCounter {
-  count = 0;
 }
 
 /**
@@ -209,47 +209,4 @@ function rowBuilder(names: string[]): (values: unknown[]) => unknown {
   // A literal's "__proto__" key would set the prototype rather than a property.
   if (names.includes('__proto__')) return (values) => Object.fromEntries(names.map((name, i) => [name, values[i]]));
   return new Function('r', `return {${names.map((name, i) => `${JSON.stringify(name)}: r[${i}]`).join(', ')}};`) as (values: unknown[]) => unknown;
-}
-
-/**
- * The reader's statements share one read transaction for the rest of the event loop's turn.
- * A statement on its own is a transaction of its own, and in WAL mode beginning and ending
- * one takes and releases file locks: system calls that cost several times a point lookup
- * (8 µs against 1 µs on the benchmark's machine). The shared snapshot is given up as soon as
- * this process's writer has run anything that may change the database, so a read never misses
- * a commit made through this process before it; commits of other processes are seen from the
- * next turn on. Ending it every turn keeps checkpoints from being held back.
- */
-function readingByTurns(inner: SqliteDialectDatabase, sqlite: SqliteDatabase.Database, writes: WriteCounter): SqliteDialectDatabase {
-  let writesSeen = -1;
-  let ending: NodeJS.Immediate | undefined;
-  const end = (): boolean => {
-    if (!sqlite.inTransaction) return true;
-    try {
-      sqlite.exec('commit');
-      return true;
-    } catch {
-      // Ending a read-only snapshot has nothing to lose; should it fail, it is tried next turn.
-      return false;
-    }
-  };
-  const endOfTurn = (): void => {
-    ending = undefined;
-    if (!end()) ending = setImmediate(endOfTurn);
-  };
-  return {
-    close: () => {
-      if (ending) clearImmediate(ending);
-      inner.close();
-    },
-    prepare(text: string) {
-      if (sqlite.inTransaction && writesSeen !== writes.count) end();
-      if (!sqlite.inTransaction) {
-        sqlite.exec('begin');
-        writesSeen = writes.count;
-        ending ??= setImmediate(endOfTurn);
-      }
-      return inner.prepare(text);
-    },
-  };
 }
