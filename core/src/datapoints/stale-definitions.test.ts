@@ -98,3 +98,30 @@ test.serial('stores racing a delete of their definition: each is stored and the 
   }
   for (const s of stores) t.true(s.status === 200 || (s.status === 400 && s.body.message === 'No such attribute'), JSON.stringify(s.body));
 });
+
+test.serial('a tag deleted through one process is not put back by a store through the other', async (t) => {
+  const key = uid('TAGGED');
+  const tag = uid('campaign').toLowerCase();
+  await define({ key, schema: 'string', tags: [tag] });
+  await warm();
+  t.is((await a.request('DELETE', `/tags/${tag}`)).status, 200);
+  const res = await store(b, uid('subject'), [{ attribute: key, value: 'after the delete' }]);
+  t.is(res.status, 200);
+  t.deepEqual(res.body.data[0].tags, [], 'the point is not labelled with the deleted tag');
+  t.is((await b.request('GET', `/tags/${tag}`, { apiKey: a.adminKey })).status, 404, 'the deleted tag stays deleted');
+  t.deepEqual((await b.request('GET', `/attributes/${key}`, { apiKey: a.adminKey })).body.data.tags, []);
+});
+
+test.serial('a regulation deleted through one process is not given to points stored through the other', async (t) => {
+  const key = uid('REGULATED');
+  const regulation = uid('HOUSE');
+  t.true((await a.request('POST', '/regulations', { body: { key: regulation, name: 'House rules' } })).status < 300);
+  await define({ key, schema: 'string', regulations: [regulation] });
+  await warm();
+  t.is((await a.request('DELETE', `/regulations/${regulation}`)).status, 200);
+  const res = await store(b, uid('subject'), [{ attribute: key, value: 'after the delete' }]);
+  t.is(res.status, 200);
+  t.deepEqual(res.body.data[0].regulations, [], 'the point does not carry the deleted regulation');
+  const labelled = await a.vault.db.selectFrom('datapoint_regulations').select('regulation').where('regulation', '=', regulation).execute();
+  t.deepEqual(labelled, []);
+});

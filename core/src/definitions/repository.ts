@@ -69,3 +69,14 @@ async function assemble(db: Kysely<Database>, rows: AttributeDefinitionsTable[])
   }
   return out;
 }
+
+/**
+ * Marks definitions changed that a tag's or regulation's delete takes a label from. Other
+ * processes keep definitions for half a second, and a store confirms the ones it used by
+ * `modified_date` before it writes: without this, one would label its points with the label
+ * just deleted, and bring a deleted tag back.
+ */
+export async function touchDefinitions(trx: Kysely<Database>, keys: readonly string[], now: string): Promise<void> {
+  if (keys.length === 0) return;
+  await trx.updateTable('attribute_definitions').set({ modified_date: now }).where('key', 'in', [...new Set(keys)].sort()).execute();
+}

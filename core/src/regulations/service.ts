@@ -8,6 +8,7 @@ import { recordChange, recordUpsert, type ChangeActor } from '../activity/change
 import type { ActivityLog } from '../activity/log.js';
 import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
+import { touchDefinitions } from '../definitions/repository.js';
 
 export interface Regulation {
   key: string;
@@ -171,11 +172,18 @@ export class RegulationService {
       if ((await this.rules().findReferencingRule(trx, 'regulation', key)) !== undefined) {
         throw conflict('Cannot delete regulation, because it is referenced by rule');
       }
+      const now = nowIso();
+      // The definitions losing the regulation change before its row is locked: a store holds
+      // its definitions' rows while it waits for the regulations it names.
+      const regulated = await trx.selectFrom('definition_regulations').select('definition_key').where('regulation', '=', key).execute();
+      const touched = regulated.map((r) => r.definition_key);
+      await touchDefinitions(trx, touched, now);
       const deleted = await trx.deleteFrom('regulations').where('key', '=', key).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('Regulation not found');
-      await trx.deleteFrom('definition_regulations').where('regulation', '=', key).execute();
+      const unregulated = await trx.deleteFrom('definition_regulations').where('regulation', '=', key).returning('definition_key').execute();
+      await touchDefinitions(trx, unregulated.map((r) => r.definition_key).filter((k) => !touched.includes(k)), now);
       await trx.deleteFrom('datapoint_regulations').where('regulation', '=', key).execute();
-      await recordChange(this.activity, trx, actor, { target: 'regulation', id: key, action: 'delete' }, nowIso());
+      await recordChange(this.activity, trx, actor, { target: 'regulation', id: key, action: 'delete' }, now);
     });
     this.onDefinitionsChanged();
   }

@@ -7,6 +7,7 @@ import { recordChange, type ChangeActor } from '../activity/changes.js';
 import type { ActivityLog } from '../activity/log.js';
 import { hasControlCharacter, longerThan } from '../util/characters.js';
 import { nowIso } from '../util/time.js';
+import { touchDefinitions } from '../definitions/repository.js';
 import { lockTagsForDelete } from './repository.js';
 
 export interface Tag {
@@ -125,15 +126,24 @@ export class TagService {
       if ((await this.rules().findReferencingRule(trx, 'tag', name)) !== undefined) {
         throw conflict('Cannot delete tag, because it is referenced by rule');
       }
+      const now = nowIso();
+      // The definitions losing the tag change before the lock below: a store holds its
+      // definitions' rows while it waits for that lock, so changing them after it deadlocks.
+      const tagged = await trx.selectFrom('definition_tags').select('definition_key').where('tag', '=', name).execute();
+      const touched = tagged.map((r) => r.definition_key);
+      await touchDefinitions(trx, touched, now);
       // After the rules' version row, which an attribute's delete locks before its definition's
       // row, and a definition's tag writer holds that row while it waits for this lock.
       await lockTagsForDelete(trx);
       const deleted = await trx.deleteFrom('tags').where('name', '=', name).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) throw notFound('No such tag');
-      await trx.deleteFrom('definition_tags').where('tag', '=', name).execute();
+      const untagged = await trx.deleteFrom('definition_tags').where('tag', '=', name).returning('definition_key').execute();
+      // Tagged by a definition's change that committed meanwhile (rare): marked too, at the
+      // risk of a deadlock, which `committed` runs again.
+      await touchDefinitions(trx, untagged.map((r) => r.definition_key).filter((k) => !touched.includes(k)), now);
       await trx.deleteFrom('entity_tags').where('tag', '=', name).execute();
       await trx.deleteFrom('datapoint_tags').where('tag', '=', name).execute();
-      await recordChange(this.activity, trx, actor, { target: 'tag', id: name, action: 'delete' }, nowIso());
+      await recordChange(this.activity, trx, actor, { target: 'tag', id: name, action: 'delete' }, now);
     });
     this.onDefinitionsChanged();
   }
