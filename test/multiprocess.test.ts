@@ -6,60 +6,10 @@
  * writes beside a running vault.
  */
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createPostgresDatabase } from '../core/src/testing/harness.js';
-import { runVaultCli, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
+import { cluster, within, type Backend } from '../core/src/testing/cluster.js';
+import { runVaultCli, type VaultProcess } from '../core/src/testing/process.js';
 
-interface Cluster {
-  vaults: VaultProcess[];
-  call(i: number, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
-}
-
-type Backend = 'postgres' | 'sqlite';
 const BACKENDS: Backend[] = ['postgres', 'sqlite'];
-
-/** A fresh database of its own: a PostgreSQL database, or an SQLite file every process opens. */
-async function database(backend: Backend): Promise<{ url: string; drop(): Promise<void> }> {
-  if (backend === 'postgres') return createPostgresDatabase();
-  const dir = mkdtempSync(join(tmpdir(), 'vault-shared-sqlite-'));
-  return { url: `sqlite:${join(dir, 'vault.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-async function cluster(t: any, backend: Backend, count: number, env: Record<string, string> = {}): Promise<Cluster> {
-  const db = await database(backend);
-  const shared = {
-    VAULT_DB: db.url,
-    VAULT_INDEX_KEY: randomBytes(32).toString('base64'),
-    VAULT_ADMIN_API_KEY: `admin_${randomBytes(16).toString('hex')}`,
-    VAULT_RATE_LIMIT_MAX: '0',
-    ...env,
-  };
-  // Started together: migrations, seeding and the admin bootstrap race each other too.
-  const started = await Promise.allSettled(Array.from({ length: count }, () => spawnVault({ env: shared })));
-  const vaults = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
-  t.teardown(async () => {
-    await Promise.all(vaults.map((v) => v.dispose()));
-    await db.drop();
-  });
-  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) throw failed.reason;
-  return {
-    vaults,
-    async call(i, method, path, body, headers = {}) {
-      const v = vaults[i % vaults.length];
-      const res = await fetch(`${v.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${v.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : undefined };
-    },
-  };
-}
 
 for (const backend of BACKENDS) {
   test(`${backend}, two processes: nonrepeatable values, id reuse, events, reads, chain and licence hold under concurrency`, async (t) => {
@@ -352,13 +302,3 @@ test('postgres, three processes: the sealing process killed mid-load, another ta
   }
   t.deepEqual(answered.filter((id) => !stored.has(id)), [], 'every answered store is in the chain');
 });
-
-/** Calls `fn` until `done` holds of its answer or `ms` pass; returns the last answer. */
-async function within<T>(ms: number, fn: () => Promise<T>, done: (answer: T) => boolean): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const answer = await fn();
-    if (done(answer) || Date.now() > deadline) return answer;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
