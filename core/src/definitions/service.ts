@@ -75,6 +75,11 @@ function effectiveTypes(types: readonly string[]): string[] {
 /** What a definition's CHANGE record compares and carries. */
 const DEFINITION_FIELDS = ['name', 'hint', 'schema', 'repeatable', 'indexed', 'immutable', 'tags', 'regulations', 'entityTypes'] as const;
 
+/** `query` with FOR SHARE on PostgreSQL; SQLite runs one write transaction at a time. */
+function forShareOnPostgres<Q extends { forShare(): Q }>(trx: Kysely<Database>, query: Q): Q {
+  return dialectOf(trx) === 'postgres' ? query.forShare() : query;
+}
+
 export class DefinitionService {
   constructor(
     private readonly db: Kysely<Database>,
@@ -95,19 +100,25 @@ export class DefinitionService {
 
     const attempt = () =>
       committed(this.db, async (trx) => {
-        if (regulations?.length) {
-          // Keys no regulation can have are refused before they reach the database (PostgreSQL rejects NUL).
-          if (!regulations.every((r) => REGULATION_KEY.test(r))) throw badRequest('No such regulation');
-          const found = await trx.selectFrom('regulations').select('key').where('key', 'in', regulations).execute();
-          if (found.length !== regulations.length) throw badRequest('No such regulation');
-        }
+        // Keys no regulation or type can have are refused before they reach the database (PostgreSQL rejects NUL).
+        if (regulations?.length && !regulations.every((r) => REGULATION_KEY.test(r))) throw badRequest('No such regulation');
         if (entityTypes?.length) {
           if (!entityTypes.every((t) => ENTITY_TYPE_KEY.test(t))) throw badRequest('No such entity type');
-          const found = await trx.selectFrom('entity_types').select('key').where('key', 'in', entityTypes).execute();
+          // Held until the commit on PostgreSQL, as a store holds its subject's type: a delete of
+          // the type through another process then finds this definition naming it (409), or
+          // went first and this is refused; never a definition naming a type that is gone.
+          const found = await forShareOnPostgres(trx, trx.selectFrom('entity_types').select('key').where('key', 'in', entityTypes)).execute();
           if (found.length !== entityTypes.length) throw badRequest('No such entity type');
         }
 
         await this.lockDefinition(trx, key);
+        if (regulations?.length) {
+          // Held likewise, after the definition's row, in the order a store takes them and a
+          // regulation's delete changes them (`touchDefinitions`): that delete then takes the
+          // regulation off this definition too, or went first and this is refused.
+          const found = await forShareOnPostgres(trx, trx.selectFrom('regulations').select('key').where('key', 'in', regulations)).execute();
+          if (found.length !== regulations.length) throw badRequest('No such regulation');
+        }
         const existing = await findDefinition(trx, key);
         // A name stored by an earlier release, which let control characters in, may be sent
         // back as it is (clients post back the definition they read); a new one may not.
