@@ -86,7 +86,16 @@ export class DataKeys {
       .execute();
     // During a rotation every registered key can read what is stored meanwhile, so callers
     // may switch private keys at their own pace.
-    const extra = readers.filter((r) => r.id !== wrapping.id);
+    let extra = readers.filter((r) => r.id !== wrapping.id);
+    if (extra.length > 0) {
+      // `readers` may be a second old: a key retired through another process meanwhile gets no
+      // copy, or its private half would open data stored after its retirement. Held until the
+      // commit on PostgreSQL, so a retirement (`Keyring.remove`) waits and destroys the copy.
+      let live = trx.selectFrom('encryption_keys').select('id').where('id', 'in', extra.map((r) => r.id)).where('status', '!=', 'destroyed');
+      if (dialectOf(trx) === 'postgres') live = live.forShare();
+      const kept = new Set((await live.execute()).map((r) => r.id));
+      extra = extra.filter((r) => kept.has(r.id));
+    }
     if (extra.length > 0) {
       await trx
         .insertInto('subject_key_wraps')

@@ -206,7 +206,7 @@ test('a key rotation: after rewrap both pairs read everything; after retire only
   t.is((await readWith(pair.privateKey)).body.data[0].value, 'during');
 
   await keys.retire(v.vault.db, old.registered, registered);
-  await v.vault.keyring.remove(old.registered.id, { applicationId: 'vault-cli' }, {});
+  await v.vault.keyring.remove(old.registered.id, { applicationId: 'vault-cli' }, registered.id, 0);
   keys.clear();
   t.is((await readWith(next.privateKey)).body.data[0].value, 'during');
   const withOld = await readWith(pair.privateKey);

@@ -199,16 +199,24 @@ export class Keyring {
   /**
    * Destroys a key (`vault keys retire`, once no data key rests on it alone): it opens
    * nothing afterwards, in this process at once and in others within a second. Recorded as
-   * `actor`'s, with what its retirement moved (`fields`).
+   * `actor`'s, with the key the data keys now rest on and how many (`dataKeys`, those it
+   * moved, plus the copies stores made meanwhile); returns that number.
    */
-  async remove(id: string, actor: ChangeActor, fields: Record<string, unknown>): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+  async remove(id: string, actor: ChangeActor, onto: string, dataKeys: number): Promise<number> {
+    const swept = await this.db.transaction().execute(async (trx) => {
       await trx.updateTable('encryption_keys').set({ status: 'destroyed' }).where('id', '=', id).execute();
-      await this.activity.append(trx, [changeRecord(actor, { target: 'encryptionKey', id, action: 'delete', fields }, nowIso())]);
+      // Copies that stores made while the retirement ran, their list of keys not yet knowing
+      // it: committed by now (a store holds the key's row until it commits, `DataKeys.forStore`),
+      // and none can follow.
+      const copies = await trx.deleteFrom('subject_key_wraps').where('encryption_key_id', '=', id).executeTakeFirst();
+      const late = Number(copies.numDeletedRows);
+      await this.activity.append(trx, [changeRecord(actor, { target: 'encryptionKey', id, action: 'delete', fields: { onto, dataKeys: dataKeys + late } }, nowIso())]);
+      return late;
     });
     this.snapshot.clear();
     this.verified.clear();
     this.publicHeaders.clear();
+    return dataKeys + swept;
   }
 
   /** The key new data keys are wrapped under. */

@@ -210,3 +210,27 @@ test('retire counts every data key left on the active key alone, those stored af
   const copies = await own.vault.db.selectFrom('subject_key_wraps').select('subject_key_id').execute();
   t.deepEqual(copies, []);
 });
+
+test('a store through another process just after a retire leaves no copy under the retired key', async (t) => {
+  const a = await startTestVault();
+  t.teardown(() => a.close());
+  const b = await startTestVault({ env: { VAULT_DB: a.config.db, VAULT_ADMIN_API_KEY: a.adminKey, VAULT_INDEX_KEY: a.config.indexKey!, VAULT_ENCRYPTION_PUBLIC_KEY: a.keys.publicKey } });
+  t.teardown(() => b.close());
+  const attribute = unique('ATTR').toUpperCase();
+  await defineAttribute(a, attribute);
+  const next = generateKeyPair(2048);
+  const store = (vault: TestVault, publicKey: string) =>
+    vault.request('POST', `/datasubjects/${unique('s')}/attributes`, { body: { data: [{ attribute, value: 'x' }] }, headers: { 'x-encryption-key': publicKey }, apiKey: a.adminKey });
+  t.is((await store(a, a.keys.publicKey)).status, 200);
+  const oldId = keyFingerprint(createPublicKey(a.keys.publicPem));
+  await a.vault.keyRotation.register(createPublicKey(next.publicPem), operator);
+  // B learns of the new key (a key it does not know is looked up at once) and keeps both for a second.
+  t.is((await store(b, next.publicKey)).status, 200);
+  t.is(await a.vault.keyRotation.rewrap(a.keys.privateKey, operator), 1);
+  await b.vault.keyring.registered();
+  await a.vault.keyRotation.retire(oldId, operator);
+  // B's list of keys still names the retired one: its store must not wrap a copy under it.
+  t.is((await store(b, next.publicKey)).status, 200);
+  const copies = await a.vault.db.selectFrom('subject_key_wraps').select('subject_key_id').where('encryption_key_id', '=', oldId).execute();
+  t.deepEqual(copies, [], 'the retired private key opens nothing stored after its retirement');
+});

@@ -58,7 +58,6 @@ export class KeyRotation {
     if (!retiring) throw new Error(`no registered key ${id}`);
     if (!active || active.id === retiring.id) throw new Error('the active key cannot be retired: register its successor first');
     const moved = await this.dataKeys.retire(this.db, retiring, active);
-    await this.keyring.remove(retiring.id, actor, { onto: active.id, dataKeys: moved });
-    return moved;
+    return this.keyring.remove(retiring.id, actor, active.id, moved);
   }
 }
