@@ -5,7 +5,12 @@
  * others within a second.
  */
 import test from 'ava';
-import { cluster, type Backend } from '../core/src/testing/cluster.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateKeyPair } from '../core/src/crypto/keys.js';
+import { cluster, within, type Backend } from '../core/src/testing/cluster.js';
+import { runVaultCli } from '../core/src/testing/process.js';
 
 const BACKENDS: Backend[] = ['postgres', 'sqlite'];
 
@@ -42,3 +47,72 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+test('postgres: admin changes and a key retirement through one process hold in the other within a second', async (t) => {
+  const c = await cluster(t, 'postgres', 2);
+  const [a, b] = c.vaults;
+  const oldPair = a.keys;
+  const enc = { 'x-encryption-key': oldPair.publicKey };
+  const store = (i: number, subject: string, data: unknown[], headers: Record<string, string> = enc) => c.call(i, 'POST', `/entities/${subject}/attributes`, { data }, headers);
+  for (const [key, body] of [
+    ['AGE', { schema: 'int' }],
+    ['NICK', { tags: ['campaign'] }],
+    ['PHONE', { regulations: ['HOUSE'] }],
+    ['GONE', {}],
+  ] as const) {
+    if (key === 'PHONE') t.true((await c.call(0, 'POST', '/regulations', { key: 'HOUSE', name: 'House rules' })).status < 300);
+    t.is((await c.call(0, 'POST', '/attributes', { key, ...body })).status, 201);
+  }
+  // B holds every definition (GONE's too), as any store makes it.
+  t.is((await store(1, 'warm', [{ attribute: 'NICK', value: 'x' }, { attribute: 'PHONE', value: '1' }])).status, 200);
+
+  // A rule changed through A decides B's next store: its new message, then no block at all.
+  const rule = (message: string, attributes: string[]) => ({ key: 'no_age', type: 'data', constraint: { type: 'attribute', operator: 'any', attributes }, action: { type: 'block', message } });
+  t.is((await c.call(0, 'POST', '/rules', rule('Ages are not kept here', ['AGE']))).status, 201);
+  t.is((await store(1, 'bob', [{ attribute: 'AGE', value: 42 }])).body.message, 'Ages are not kept here');
+  t.is((await c.call(0, 'POST', '/rules', rule('Not here either', ['AGE']))).status, 200);
+  const changed = await store(1, 'bob', [{ attribute: 'AGE', value: 42 }]);
+  t.is(changed.status, 403);
+  t.is(changed.body.message, 'Not here either');
+  t.is((await c.call(0, 'POST', '/rules', rule('Nicknames neither', ['NICK']))).status, 200);
+  t.is((await store(1, 'bob', [{ attribute: 'AGE', value: 42 }])).status, 200);
+  t.is((await c.call(0, 'DELETE', '/rules/no_age')).status, 200);
+
+  // Deleted through A: B neither labels with them, nor takes data for them.
+  t.is((await c.call(0, 'DELETE', '/tags/campaign')).status, 200);
+  t.is((await c.call(0, 'DELETE', '/regulations/HOUSE')).status, 200);
+  t.is((await c.call(0, 'DELETE', '/attributes/GONE')).status, 200);
+  const labelled = await store(1, 'carol', [{ attribute: 'NICK', value: 'c' }, { attribute: 'PHONE', value: '2' }]);
+  t.is(labelled.status, 200);
+  t.deepEqual(labelled.body.data.map((p: { tags: string[]; regulations: string[] }) => [...p.tags, ...p.regulations]), [[], []]);
+  t.is((await c.call(1, 'GET', '/tags/campaign')).status, 404);
+  const named = await store(1, 'carol', [{ attribute: 'NICK', value: 'd', regulations: ['HOUSE'] }]);
+  t.is(named.status, 400);
+  t.is(named.body.message, 'No such regulation');
+  const gone = await store(1, 'carol', [{ attribute: 'GONE', value: 'z' }]);
+  t.is(gone.status, 400);
+  t.is(gone.body.message, 'No such attribute');
+
+  // The operator rotates the key beside both running processes.
+  const dir = mkdtempSync(join(tmpdir(), 'vault-mp-rotation-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const newPair = generateKeyPair(2048);
+  writeFileSync(join(dir, 'new-public.pem'), newPair.publicPem);
+  writeFileSync(join(dir, 'old-private.pem'), oldPair.privatePem, { mode: 0o600 });
+  t.regex(runVaultCli(['keys', 'register', '--public-key', join(dir, 'new-public.pem')], a.env), /as the active key/);
+  t.regex(runVaultCli(['keys', 'rewrap', '--old-private-key', join(dir, 'old-private.pem')], a.env), /Re-wrapped \d+ data keys/);
+  const newEnc = { 'x-encryption-key': newPair.publicKey };
+  for (const i of [0, 1]) t.is((await store(i, `during-${i}`, [{ attribute: 'NICK', value: 'n' }], newEnc)).status, 200);
+  const oldId = runVaultCli(['keys', 'list'], a.env).split('\n').find((l) => l.endsWith('\tretired'))!.split('\t')[0];
+  t.regex(runVaultCli(['keys', 'retire', '--key-id', oldId], b.env), /Retired/);
+  for (const i of [0, 1]) {
+    const refused = await within(3000, () => store(i, `after-${i}`, [{ attribute: 'NICK', value: 'o' }]), (r) => r.status !== 200);
+    t.is(refused.status, 400, `process ${i} takes stores under the retired key`);
+    t.is(refused.body.message, 'Encoded key provided is invalid');
+    const read = await c.call(i, 'GET', `/entities/during-${1 - i}/attributes/NICK`, undefined, { 'x-decryption-key': oldPair.privateKey });
+    t.is(read.body.message, 'Encoded key provided is invalid');
+    const fresh = await c.call(i, 'GET', `/entities/during-${1 - i}/attributes/NICK`, undefined, { 'x-decryption-key': newPair.privateKey });
+    t.is(fresh.body.data[0].value, 'n');
+    t.is((await store(i, `after-${i}`, [{ attribute: 'NICK', value: 'p' }], newEnc)).status, 200);
+  }
+});
