@@ -116,3 +116,54 @@ test('postgres: admin changes and a key retirement through one process hold in t
     t.is((await store(i, `after-${i}`, [{ attribute: 'NICK', value: 'p' }], newEnc)).status, 200);
   }
 });
+
+test('postgres: the activity log paged through one process while the other writes: no record twice, none lost, the chain valid', async (t) => {
+  const c = await cluster(t, 'postgres', 2);
+  const enc = { 'x-encryption-key': c.vaults[0].keys.publicKey };
+  t.is((await c.call(0, 'POST', '/attributes', { key: 'VISITS', repeatable: true })).status, 201);
+  for (let i = 0; i < 120; i++) t.is((await c.call(i, 'POST', `/entities/early-${i % 4}/attributes`, { data: [{ attribute: 'VISITS', value: `v${i}` }] }, enc)).status, 200);
+  const answered: string[] = [];
+  let stopping = false;
+  const writer = async (w: number) => {
+    for (let n = 0; !stopping; n++) {
+      const res = await c.call(1, 'POST', `/entities/writer-${w}/attributes`, { data: [{ attribute: 'VISITS', value: `visit ${n}` }] }, enc);
+      t.is(res.status, 200);
+      answered.push(res.body.data[0].dataPointId);
+    }
+  };
+  const writers = [0, 1, 2].map(writer);
+  // The records sealed before paging began never move; those after them may still shift.
+  const sequencesOf = async (query: string, upTo: number): Promise<number[]> => {
+    const seen: number[] = [];
+    for (let page = 0; page * 25 < upTo; page++) {
+      const res = await c.call(0, 'GET', `/activity?count=25&page=${page}&${query}`);
+      t.is(res.status, 200);
+      for (const r of res.body.data) if (r.sealed && r.sequence <= upTo) seen.push(r.sequence);
+    }
+    return seen;
+  };
+  const head = async (): Promise<number> => (await c.call(0, 'GET', '/activity/head')).body.data.sequence;
+  const before = await head();
+  const oldest = await sequencesOf('order=oldest', before);
+  t.deepEqual(oldest, oldest.map((_, i) => i + 1), 'oldest first: every sealed record once, in order');
+  t.is(oldest.length, before);
+  const top = await within(30_000, head, (n) => n > before);
+  t.true(top > before, 'the other process wrote meanwhile');
+  const newest = await sequencesOf(`order=newest&toSequence=${top}`, top);
+  t.deepEqual(newest, newest.map((_, i) => top - i), 'newest first below a fixed head: every record once, in order');
+  t.is(newest.length, top);
+  stopping = true;
+  await Promise.all(writers);
+
+  const verified = await c.call(1, 'GET', '/activity/verify');
+  t.true(verified.body.data.valid);
+  t.is(verified.body.data.unsealed, 0);
+  const stored = new Map<string, number>();
+  const last = verified.body.data.lastSequence;
+  for (let from = 1; from <= last; from += 1000) {
+    const page = await c.call(from, 'GET', `/activity?eventType=STORE&fromSequence=${from}&toSequence=${from + 999}&count=1000`);
+    for (const r of page.body.data) stored.set(r.dataPointId, (stored.get(r.dataPointId) ?? 0) + 1);
+  }
+  t.true(answered.length > 0);
+  t.deepEqual(answered.filter((id) => stored.get(id) !== 1), [], 'every answered store recorded exactly once');
+});
