@@ -6,7 +6,15 @@ const hopByHop = new Set([
   'proxy-authenticate', 'proxy-authorization',
 ]);
 
+/**
+ * The path and query to send on. A fragment is no part of a request target (RFC 9112 §3.2),
+ * yet Node passes one through: it is cut off, as most servers cut it off before routing
+ * (Express's parseurl does), so that the service and the route matching see the same path,
+ * and `/users/u-1#x` is never audited as a read of user `u-1#x` while the service shows `u-1`.
+ */
 export function originForm(url: string): string {
+  const hash = url.indexOf('#');
+  if (hash >= 0) url = url.slice(0, hash);
   if (url.startsWith('/')) return url;
   try {
     const parsed = new URL(url);

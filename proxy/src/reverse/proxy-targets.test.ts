@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import type { SidecarHandle } from '../index.js';
+import { FakeVault } from '../testing/fake-vault.js';
+import { cleanupRedis, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
+
+/**
+ * Request targets and headers a hostile or sloppy client sends as they are, on a raw socket
+ * (an HTTP client library would tidy them first), against a service that reads its path as
+ * most servers do: fragment cut off, `.` and `..` resolved (nginx, Tomcat, Kestrel; Express's
+ * parseurl for the fragment).
+ */
+
+let server: Server;
+let vault: FakeVault;
+let sidecar: SidecarHandle;
+let dir: string;
+const seen: string[] = [];
+const prefix = uniquePrefix('proxy-targets');
+
+test.before(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    seen.push(req.url!);
+    const path = new URL(req.url!, 'http://service').pathname;
+    const user = /^\/users\/([^/]+)$/.exec(path);
+    if (!user) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return res.end('{"error":"not found"}');
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: user[1], email: `${user[1]}@example.test` }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  dir = mkdtempSync(join(tmpdir(), 'proxy-targets-'));
+  const routesFile = join(dir, 'routes.json');
+  writeFileSync(routesFile, JSON.stringify({
+    applicationId: 'crm',
+    routes: [{ method: 'GET', path: '/users/:id', eventType: 'READ', subjectId: { param: 'id' }, attributes: { email: { response: '/email' } } }],
+  }));
+  vault = new FakeVault();
+  await vault.start();
+  sidecar = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix, upstream: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, routesFile, batchMs: 10,
+  });
+});
+
+test.after.always(async () => {
+  await sidecar?.close();
+  await vault?.stop();
+  await cleanupRedis(prefix);
+  server?.closeAllConnections();
+  server?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Sends `head` as written and resolves to the status line of the answer. */
+function send(head: string): Promise<string> {
+  const proxy = new URL(sidecar.proxyUrl!);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(proxy.port), proxy.hostname);
+    let answer = '';
+    socket.on('data', (data) => {
+      answer += data.toString('latin1');
+      // Answers here are small and end their body: the whole message is in once it ends in `}`.
+      if (answer.includes('\r\n\r\n') && answer.endsWith('}')) socket.end();
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(answer.slice(0, answer.indexOf('\r\n'))));
+    socket.write(`${head}\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+/** The data points read since `from` records, once the READ of `last` (sent after the others) is in. */
+async function readsUpTo(from: number, last: string): Promise<string[]> {
+  const status = await send(`GET /users/${last} HTTP/1.1\r\nHost: service`);
+  if (status !== 'HTTP/1.1 200 OK') throw new Error(`the last request was answered ${status}`);
+  await waitFor(() => vault.records.some((e) => e.subjectId === last), { message: `the READ of ${last}` });
+  return vault.records.slice(from).map((e) => e.dataPointId!);
+}
+
+test.serial("a fragment in the target is not sent on: the service and the audit see the same user", async (t) => {
+  const from = vault.records.length;
+  t.is(await send('GET /users/u-1#profile HTTP/1.1\r\nHost: service'), 'HTTP/1.1 200 OK');
+  t.is(await send('GET /users/u-2?tab=1#x/../../u-3 HTTP/1.1\r\nHost: service'), 'HTTP/1.1 200 OK');
+  t.deepEqual(seen.slice(-2), ['/users/u-1', '/users/u-2?tab=1']);
+  const reads = await readsUpTo(from, 'fragment-done');
+  t.deepEqual(reads, ['crm/u-1/email', 'crm/u-2/email', 'crm/fragment-done/email'], 'never a READ of "u-1#profile", a user that does not exist');
+});
