@@ -91,3 +91,15 @@ test.serial("a fragment in the target is not sent on: the service and the audit 
   const reads = await readsUpTo(from, 'fragment-done');
   t.deepEqual(reads, ['crm/u-1/email', 'crm/u-2/email', 'crm/fragment-done/email'], 'never a READ of "u-1#profile", a user that does not exist');
 });
+
+test.serial('a path with . or .. segments is audited as the path the service resolves them to', async (t) => {
+  const from = vault.records.length;
+  for (const path of ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7']) {
+    t.is(await send(`GET ${path} HTTP/1.1\r\nHost: service`), 'HTTP/1.1 200 OK', path);
+  }
+  // What resolves to no route's path is no route's: `/users/u-8/..` is `/users/`, here a 404 anyway.
+  t.is(await send('GET /users/u-8/.. HTTP/1.1\r\nHost: service'), 'HTTP/1.1 404 Not Found');
+  t.deepEqual(seen.slice(-5), ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7', '/users/u-8/..'], 'sent on as written');
+  const reads = await readsUpTo(from, 'dots-done');
+  t.deepEqual(reads, ['crm/u-4/email', 'crm/u-5/email', 'crm/u-6/email', 'crm/u-7/email', 'crm/dots-done/email']);
+});

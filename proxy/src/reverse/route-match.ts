@@ -14,10 +14,18 @@ export class CompiledRoutes {
    * segments match in any case and a trailing slash is ignored, as most frameworks route
    * (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and its
    * reads must not go unaudited. A path the upstream does not serve answers 404 and yields no
-   * event, so matching leniently invents none.
+   * event, so matching leniently invents none. For the same reason a path with `.` or `..`
+   * segments (`%2e` too) that matches no route as sent is matched as they resolve (RFC 3986
+   * §5.2.4): servers that resolve them (nginx, Tomcat, Kestrel) serve `/x/../users/u-1` as
+   * `/users/u-1`, and that read must not go unaudited either.
    */
   match(method: string, pathname: string): RouteMatch | undefined {
-    let raw = pathname.split('/').slice(1);
+    const raw = pathname.split('/').slice(1);
+    return this.matchSegments(method, raw) ?? (raw.some(isDotSegment) ? this.matchSegments(method, removeDotSegments(raw)) : undefined);
+  }
+
+  private matchSegments(method: string, segments: string[]): RouteMatch | undefined {
+    let raw = segments;
     if (raw.length > 1 && raw[raw.length - 1] === '') raw = raw.slice(0, -1);
     // undefined where the %-escapes do not decode.
     const parts = raw.map(decodeSegment);
@@ -45,6 +53,25 @@ export class CompiledRoutes {
     }
     return undefined;
   }
+}
+
+function isDotSegment(segment: string): boolean {
+  const decoded = decodeSegment(segment);
+  return decoded === '.' || decoded === '..';
+}
+
+/** The segments with `.` and `..` resolved; a `..` at the root is dropped, as URL parsers drop it. */
+function removeDotSegments(segments: string[]): string[] {
+  const out: string[] = [];
+  segments.forEach((segment, i) => {
+    const decoded = decodeSegment(segment);
+    if (decoded === '..') out.pop();
+    // A dot segment at the end leaves the path ending in a slash.
+    if (decoded === '.' || decoded === '..') {
+      if (i === segments.length - 1) out.push('');
+    } else out.push(segment);
+  });
+  return out.length === 0 ? [''] : out;
 }
 
 const NON_ASCII = /[^\x00-\x7f]/;
