@@ -58,8 +58,8 @@ test.after.always(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Sends `head` as written and resolves to the status line of the answer. */
-function send(head: string): Promise<string> {
+/** Sends `head` as written and resolves to the status line of the answer (or all of it). */
+function send(head: string, whole = false): Promise<string> {
   const proxy = new URL(sidecar.proxyUrl!);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(proxy.port), proxy.hostname);
@@ -70,7 +70,7 @@ function send(head: string): Promise<string> {
       if (answer.includes('\r\n\r\n') && answer.endsWith('}')) socket.end();
     });
     socket.on('error', reject);
-    socket.on('close', () => resolve(answer.slice(0, answer.indexOf('\r\n'))));
+    socket.on('close', () => resolve(whole ? answer : answer.slice(0, answer.indexOf('\r\n'))));
     socket.write(`${head}\r\nConnection: close\r\n\r\n`);
   });
 }
@@ -102,4 +102,14 @@ test.serial('a path with . or .. segments is audited as the path the service res
   t.deepEqual(seen.slice(-5), ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7', '/users/u-8/..'], 'sent on as written');
   const reads = await readsUpTo(from, 'dots-done');
   t.deepEqual(reads, ['crm/u-4/email', 'crm/u-5/email', 'crm/u-6/email', 'crm/u-7/email', 'crm/dots-done/email']);
+});
+
+test.serial('a request with two Host headers is a 400, as RFC 9112 requires, not a 502 blaming the service', async (t) => {
+  const before = seen.length;
+  const answer = await send('GET /users/u-9 HTTP/1.1\r\nHost: service\r\nHost: other', true);
+  t.is(answer.slice(0, answer.indexOf('\r\n')), 'HTTP/1.1 400 Bad Request');
+  t.is(answer.slice(answer.indexOf('\r\n\r\n') + 4), '{"statusCode":400,"error":"Bad Request","message":"Request has more than one Host header"}');
+  t.is(seen.length, before, 'nothing reached the service');
+  const from = vault.records.length;
+  t.deepEqual(await readsUpTo(from, 'host-done'), ['crm/host-done/email']);
 });

@@ -13,6 +13,19 @@ import { buildEvents, defaultMaxEvents, type BuiltEvents } from './events.js';
 import { forwardHeaders, hasBody, headerOf, originForm, reasonPhrase, responseHeaders } from './headers.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
 
+function hostLines(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
+  return n;
+}
+
+/** A request the proxy will not send on; its connection is closed, so an unread body is no matter. */
+function refuse(res: ServerResponse, message: string): void {
+  const body = JSON.stringify({ statusCode: 400, error: 'Bad Request', message });
+  res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  res.end(body);
+}
+
 export interface ReverseProxyOptions {
   upstream: string;
   routes: CompiledRoutes;
@@ -110,6 +123,9 @@ export class ReverseProxy {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // RFC 9112 §3.2: a 400. Node takes such a request (and keeps the first), undici refuses to
+    // send it, and the client would get a 502 that blames the service.
+    if (hostLines(req.rawHeaders) > 1) return refuse(res, 'Request has more than one Host header');
     const method = req.method ?? 'GET';
     const target = originForm(req.url ?? '/');
     const q = target.indexOf('?');
