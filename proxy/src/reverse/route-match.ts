@@ -15,13 +15,15 @@ export class CompiledRoutes {
    * (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and its
    * reads must not go unaudited. A path the upstream does not serve answers 404 and yields no
    * event, so matching leniently invents none. For the same reason a path with `.` or `..`
-   * segments (`%2e` too) that matches no route as sent is matched as they resolve (RFC 3986
-   * §5.2.4): servers that resolve them (nginx, Tomcat, Kestrel) serve `/x/../users/u-1` as
-   * `/users/u-1`, and that read must not go unaudited either.
+   * segments (`%2e` too) or a run of slashes that matches no route as sent is matched as
+   * servers that tidy paths see it, dot segments resolved (RFC 3986 §5.2.4) and slashes merged:
+   * nginx and Tomcat serve `/x/../users/u-1` and `//users//u-1` as `/users/u-1`, and that read
+   * must not go unaudited either.
    */
   match(method: string, pathname: string): RouteMatch | undefined {
     const raw = pathname.split('/').slice(1);
-    return this.matchSegments(method, raw) ?? (raw.some(isDotSegment) ? this.matchSegments(method, removeDotSegments(raw)) : undefined);
+    const untidy = raw.some((segment, i) => (segment === '' && i < raw.length - 1) || isDotSegment(segment));
+    return this.matchSegments(method, raw) ?? (untidy ? this.matchSegments(method, tidy(raw)) : undefined);
   }
 
   private matchSegments(method: string, segments: string[]): RouteMatch | undefined {
@@ -60,18 +62,21 @@ function isDotSegment(segment: string): boolean {
   return decoded === '.' || decoded === '..';
 }
 
-/** The segments with `.` and `..` resolved; a `..` at the root is dropped, as URL parsers drop it. */
-function removeDotSegments(segments: string[]): string[] {
+/**
+ * The segments with empty ones (runs of slashes) left out and `.` and `..` resolved; a `..` at
+ * the root is dropped, as URL parsers drop it. A path that ended in a slash, or in a dot
+ * segment, still does.
+ */
+function tidy(segments: string[]): string[] {
   const out: string[] = [];
-  segments.forEach((segment, i) => {
+  for (const segment of segments) {
     const decoded = decodeSegment(segment);
     if (decoded === '..') out.pop();
-    // A dot segment at the end leaves the path ending in a slash.
-    if (decoded === '.' || decoded === '..') {
-      if (i === segments.length - 1) out.push('');
-    } else out.push(segment);
-  });
-  return out.length === 0 ? [''] : out;
+    else if (decoded !== '.' && segment !== '') out.push(segment);
+  }
+  const last = decodeSegment(segments[segments.length - 1]);
+  if (last === '' || last === '.' || last === '..') out.push('');
+  return out;
 }
 
 const NON_ASCII = /[^\x00-\x7f]/;
