@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import test from 'ava';
 import { request } from 'undici';
 import type { SidecarHandle } from '../index.js';
@@ -150,6 +151,23 @@ test.serial('a client that hangs up while sending a body the proxy reads is no e
   const line = await waitFor(() => lines.find((l) => l.component === 'proxy' && l.err === 'aborted'), { message: 'the hang-up logged' });
   t.true(line.level < 40, `logged at level ${line.level}: ${line.msg}`);
   t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), 0, 'nothing reached the service, so nothing is lost');
+});
+
+test.serial('a request body the client compressed is read for its events, as the service reads it', async (t) => {
+  // Express's body-parser inflates gzip, deflate and br request bodies by default.
+  const before = vault.records.length;
+  const lostBefore = await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total');
+  const sent = JSON.stringify({ id: 'u-gzip', email: 'gzip@example.test' });
+  for (const [encoding, body] of [['gzip', gzipSync(sent)], ['deflate', deflateSync(sent)], ['br', brotliCompressSync(sent)]] as const) {
+    const res = await request(`${sidecar.proxyUrl}/users`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body,
+    });
+    t.is(res.statusCode, 200, encoding);
+    await res.body.dump();
+  }
+  await waitFor(() => vault.records.length >= before + 3, { message: 'three STOREs' });
+  t.deepEqual(vault.records.slice(before).map((e) => [e.eventType, e.dataPointId, e.data?.value]), Array(3).fill(['STORE', 'crm/u-gzip/email', 'gzip@example.test']));
+  t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), lostBefore);
 });
 
 test('a keep-alive connection the service closes just as a request goes out is retried on a new one, not answered 502', async (t) => {

@@ -148,7 +148,8 @@ export class ReverseProxy {
         if (read.complete) {
           const buffer = Buffer.concat(read.chunks);
           body = buffer;
-          requestBody = parseJson(buffer, charset);
+          // Sent on as it came; read as the service reads it (Express's body-parser inflates).
+          requestBody = parseJson(decode(buffer, req.headers['content-encoding'], this.options.bodyLimit), charset);
         } else {
           body = Readable.from(resume(read.chunks, req));
         }
