@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
@@ -157,9 +158,18 @@ export class ReverseProxy {
       requestBodyMissing = requestBody === undefined;
     }
 
+    // A client gone before the answer frees the service from a request no route audits, as a
+    // hang-up without the proxy would; a routed one runs on, since its answer may be audited.
+    // (An emitter rather than an AbortController, which costs more and is rarely needed.)
+    let abandon: EventEmitter | undefined;
+    if (!match) {
+      const emitter = new EventEmitter();
+      res.once('close', () => emitter.emit('abort'));
+      abandon = emitter;
+    }
     let upstream: Awaited<ReturnType<Pool['request']>>;
     try {
-      upstream = await this.forward(method, target, req, body);
+      upstream = await this.forward(method, target, req, body, abandon);
     } catch (err) {
       if (res.destroyed) return;
       const timedOut = err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError;
@@ -213,9 +223,11 @@ export class ReverseProxy {
     if (complete && !res.destroyed) res.end();
   }
 
-  private async forward(method: string, target: string, req: IncomingMessage, body: Readable | Buffer | null): Promise<Awaited<ReturnType<Pool['request']>>> {
+  private async forward(
+    method: string, target: string, req: IncomingMessage, body: Readable | Buffer | null, signal: EventEmitter | undefined,
+  ): Promise<Awaited<ReturnType<Pool['request']>>> {
     // Raw headers: the answer goes back with its header names spelt as the upstream wrote them.
-    const send = () => this.pool.request({ method: method as 'GET', path: this.basePath + target, headers: forwardHeaders(req), body, responseHeaders: 'raw' });
+    const send = () => this.pool.request({ method: method as 'GET', path: this.basePath + target, headers: forwardHeaders(req), body, responseHeaders: 'raw', signal });
     try {
       return await send();
     } catch (err) {

@@ -9,7 +9,7 @@ import { FakeVault } from '../testing/fake-vault.js';
 import { cleanupRedis, startTestSidecar, uniquePrefix, waitFor } from '../testing/helpers.js';
 
 /**
- * Request targets and headers a hostile or sloppy client sends as they are, on a raw socket
+ * What hostile or sloppy clients do. Request targets and headers are sent as written, on a raw socket
  * (an HTTP client library would tidy them first), against a service that reads its path as
  * most servers do: fragment cut off (Express's parseurl does), `.` and `..` resolved and runs
  * of slashes merged (nginx and Tomcat do both).
@@ -20,12 +20,15 @@ let vault: FakeVault;
 let sidecar: SidecarHandle;
 let dir: string;
 const seen: string[] = [];
-const prefix = uniquePrefix('proxy-targets');
+/** How the connection of each request to `/slow`, which the service never answers, ended. */
+const slowClosed: boolean[] = [];
+const prefix = uniquePrefix('proxy-hostile');
 
 test.before(async () => {
   server = createServer((req, res) => {
     req.resume();
     seen.push(req.url!);
+    if (req.url === '/slow') return res.on('close', () => slowClosed.push(true));
     const path = new URL(`http://service${req.url!}`).pathname.replace(/\/{2,}/g, '/');
     const user = /^\/users\/([^/]+)$/.exec(path);
     if (!user) {
@@ -36,7 +39,7 @@ test.before(async () => {
     res.end(JSON.stringify({ id: user[1], email: `${user[1]}@example.test` }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  dir = mkdtempSync(join(tmpdir(), 'proxy-targets-'));
+  dir = mkdtempSync(join(tmpdir(), 'proxy-hostile-'));
   const routesFile = join(dir, 'routes.json');
   writeFileSync(routesFile, JSON.stringify({
     applicationId: 'crm',
@@ -112,4 +115,18 @@ test.serial('a request with two Host headers is a 400, as RFC 9112 requires, not
   t.is(seen.length, before, 'nothing reached the service');
   const from = vault.records.length;
   t.deepEqual(await readsUpTo(from, 'host-done'), ['crm/host-done/email']);
+});
+
+test.serial('a client that hangs up before an unrouted request is answered frees the service from it at once', async (t) => {
+  // Nothing is audited for it, so nothing needs the answer: the service sees the hang-up, as it
+  // would without the proxy, rather than holding the request for SIDECAR_UPSTREAM_TIMEOUT_MS.
+  const proxy = new URL(sidecar.proxyUrl!);
+  for (let i = 1; i <= 3; i++) {
+    const socket = connect(Number(proxy.port), proxy.hostname);
+    socket.write('GET /slow HTTP/1.1\r\nHost: service\r\n\r\n');
+    await waitFor(() => seen.filter((url) => url === '/slow').length === i, { message: `request ${i} at the service` });
+    socket.destroy();
+    await waitFor(() => slowClosed.length === i, { message: `the service seeing hang-up ${i}` });
+  }
+  t.is(await send('GET /users/after HTTP/1.1\r\nHost: service'), 'HTTP/1.1 200 OK', 'the proxy carries on');
 });
