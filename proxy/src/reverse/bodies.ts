@@ -163,9 +163,21 @@ export function readUpTo(stream: Readable, limit: number): Promise<{ chunks: Buf
   });
 }
 
+/**
+ * A client's body for undici to send: `head` (already read), then the rest of `rest`. Undici
+ * destroys a body it gives up on (the upstream answered or failed before taking it all); the
+ * rest of the client's body is then read and dropped, as Node drains a body its handler never
+ * read, so the client can finish sending (it may not stop on an early answer) and send its next
+ * request on the connection. Destroyed with this wrapper, the request would leave its
+ * connection stalled: Node stops reading a socket whose request takes no more.
+ */
 export async function* resume(head: Buffer[], rest: Readable): AsyncGenerator<Buffer> {
-  yield* head;
-  for await (const chunk of rest) yield chunk as Buffer;
+  try {
+    yield* head;
+    for await (const chunk of rest.iterator({ destroyOnReturn: false })) yield chunk as Buffer;
+  } finally {
+    if (!rest.readableEnded && !rest.destroyed) rest.resume();
+  }
 }
 
 /** Passes a response through while keeping a copy of its first `limit` bytes. */

@@ -26,6 +26,11 @@ const prefix = uniquePrefix('proxy-hostile');
 
 test.before(async () => {
   server = createServer((req, res) => {
+    if (req.url!.startsWith('/refuse-upload')) {
+      // A size limit or a failed login answers at once, without reading the upload.
+      res.writeHead(413, { 'content-type': 'application/json', connection: req.url!.endsWith('close') ? 'close' : 'keep-alive' });
+      return res.end('{"error":"too large"}');
+    }
     req.resume();
     seen.push(req.url!);
     if (req.url === '/slow') return res.on('close', () => slowClosed.push(true));
@@ -129,4 +134,44 @@ test.serial('a client that hangs up before an unrouted request is answered frees
     await waitFor(() => slowClosed.length === i, { message: `the service seeing hang-up ${i}` });
   }
   t.is(await send('GET /users/after HTTP/1.1\r\nHost: service'), 'HTTP/1.1 200 OK', 'the proxy carries on');
+});
+
+/**
+ * Sends an upload of `size` bytes, as fast as the proxy takes it, then another request on the
+ * same connection; resolves to the status lines answered.
+ */
+function uploadThenAsk(path: string, size: number): Promise<string[]> {
+  const proxy = new URL(sidecar.proxyUrl!);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(proxy.port), proxy.hostname);
+    let answers = '';
+    const stalled = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the connection stalled; answered so far: ${answers.match(/HTTP\/1\.1 [^\r]*/g)}`));
+    }, 15_000);
+    socket.on('data', (data) => (answers += data.toString('latin1')));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      clearTimeout(stalled);
+      resolve(answers.match(/HTTP\/1\.1 [^\r]*/g) ?? []);
+    });
+    void (async () => {
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: service\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`);
+      const chunk = Buffer.alloc(64 * 1024, 1);
+      for (let sent = 0; sent < size; sent += chunk.length) {
+        if (!socket.write(chunk.subarray(0, Math.min(chunk.length, size - sent)))) await new Promise((r) => socket.once('drain', r));
+      }
+      socket.write('GET /users/after-upload HTTP/1.1\r\nHost: service\r\nConnection: close\r\n\r\n');
+    })();
+  });
+}
+
+test.serial('an upload the service refuses before reading it is answered, and the connection serves the next request', async (t) => {
+  t.timeout(60_000);
+  t.deepEqual(await uploadThenAsk('/refuse-upload', 16 * 1024 * 1024), ['HTTP/1.1 413 Payload Too Large', 'HTTP/1.1 200 OK']);
+  // A service that closes its connection too: undici, the proxy's HTTP client, mostly loses its
+  // answer to the write that fails (README), but the client's connection goes on all the same.
+  const [first, next] = await uploadThenAsk('/refuse-upload-close', 16 * 1024 * 1024);
+  t.regex(first, /^HTTP\/1\.1 (413 Payload Too Large|502 Bad Gateway)$/);
+  t.is(next, 'HTTP/1.1 200 OK');
 });

@@ -167,6 +167,7 @@ export class ReverseProxy {
       res.once('close', () => emitter.emit('abort'));
       abandon = emitter;
     }
+    if (body === req) body = Readable.from(resume([], req));
     let upstream: Awaited<ReturnType<Pool['request']>>;
     try {
       upstream = await this.forward(method, target, req, body, abandon);
