@@ -43,7 +43,10 @@ export function charsetOf(contentType: string | undefined): Charset | undefined 
 export function parseJson(buffer: Buffer | undefined, charset: Charset = utf8): unknown {
   if (buffer === undefined || buffer.length === 0) return undefined;
   try {
-    return JSON.parse(charset.decode(buffer));
+    const text = charset.decode(buffer);
+    // A UTF-8 byte order mark, which some Windows tools write: services drop it (Express's
+    // body-parser does, and RFC 8259 §8.1 allows it), so its events are due.
+    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     return undefined;
   }

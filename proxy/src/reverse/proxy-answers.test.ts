@@ -170,6 +170,20 @@ test.serial('a request body the client compressed is read for its events, as the
   t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), lostBefore);
 });
 
+test.serial('a JSON body that opens with a byte order mark is read, as services read it', async (t) => {
+  // Express's body-parser drops the UTF-8 BOM some Windows tools write; RFC 8259 allows that.
+  const before = vault.records.length;
+  const lostBefore = await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total');
+  const res = await request(`${sidecar.proxyUrl}/users`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: `\uFEFF${JSON.stringify({ id: 'u-bom', email: 'bom@example.test' })}`,
+  });
+  t.is(res.statusCode, 200);
+  await res.body.dump();
+  await waitFor(() => vault.records.length > before, { message: 'the STORE' });
+  t.deepEqual(vault.records.slice(before).map((e) => [e.eventType, e.dataPointId, e.data?.value]), [['STORE', 'crm/u-bom/email', 'bom@example.test']]);
+  t.is(await metricValue(sidecar.url, 'sidecar_proxy_events_lost_total'), lostBefore);
+});
+
 test('a keep-alive connection the service closes just as a request goes out is retried on a new one, not answered 502', async (t) => {
   // A service that closes an idle connection without announcing its idle timeout (no
   // Keep-Alive header, as many servers do), at the moment the proxy sends the next request on it.
