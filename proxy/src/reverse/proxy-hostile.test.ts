@@ -67,8 +67,8 @@ test.after.always(async () => {
 });
 
 /** Sends `head` as written and resolves to the status line of the answer (or all of it). */
-function send(head: string, whole = false): Promise<string> {
-  const proxy = new URL(sidecar.proxyUrl!);
+function send(head: string, whole = false, proxyUrl = sidecar.proxyUrl!): Promise<string> {
+  const proxy = new URL(proxyUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(proxy.port), proxy.hostname);
     let answer = '';
@@ -134,6 +134,30 @@ test.serial('a client that hangs up before an unrouted request is answered frees
     await waitFor(() => slowClosed.length === i, { message: `the service seeing hang-up ${i}` });
   }
   t.is(await send('GET /users/after HTTP/1.1\r\nHost: service'), 'HTTP/1.1 200 OK', 'the proxy carries on');
+});
+
+test.serial('a path whose .. segments climb above the root is a 400: it would leave the upstream base path', async (t) => {
+  // SIDECAR_UPSTREAM with a path: the service the proxy fronts is everything under /api, and
+  // a server that resolves dot segments would serve /api/../users/u-1 as /users/u-1.
+  const prefix2 = uniquePrefix('proxy-hostile-base');
+  const other = await startTestSidecar({
+    apiKey: vault.apiKey, vaultUrl: vault.url, prefix: prefix2, upstream: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`,
+    routesFile: join(dir, 'routes.json'),
+  });
+  t.teardown(async () => {
+    await other.close();
+    await cleanupRedis(prefix2);
+  });
+  const before = seen.length;
+  for (const path of ['/../users/u-1', '/x/../../users/u-1', '/%2E%2E/users/u-1', '//../users/u-1']) {
+    const answer = await send(`GET ${path} HTTP/1.1\r\nHost: service`, true, other.proxyUrl!);
+    t.is(answer.slice(0, answer.indexOf('\r\n')), 'HTTP/1.1 400 Bad Request', path);
+    t.is(answer.slice(answer.indexOf('\r\n\r\n') + 4), '{"statusCode":400,"error":"Bad Request","message":"Request path climbs above the root"}');
+  }
+  t.deepEqual(seen.slice(before), [], 'nothing reached the service');
+  // Dot segments that stay inside are sent on as written.
+  t.is(await send('GET /x/../users/u-1 HTTP/1.1\r\nHost: service', false, other.proxyUrl!), 'HTTP/1.1 404 Not Found');
+  t.deepEqual(seen.slice(before), ['/api/x/../users/u-1']);
 });
 
 /**

@@ -12,6 +12,7 @@ import type { EventProducer } from '../queue/producer.js';
 import { Tap, charsetOf, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
 import { buildEvents, defaultMaxEvents, type BuiltEvents } from './events.js';
 import { forwardHeaders, hasBody, headerOf, originForm, reasonPhrase, responseHeaders } from './headers.js';
+import { climbsAboveRoot } from './route-match.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
 
 function hostLines(raw: string[]): number {
@@ -131,6 +132,7 @@ export class ReverseProxy {
     const target = originForm(req.url ?? '/');
     const q = target.indexOf('?');
     const pathname = q >= 0 ? target.slice(0, q) : target;
+    if (climbsAboveRoot(pathname)) return refuse(res, 'Request path climbs above the root');
     const match = this.options.routes.match(method, pathname);
     this.options.metrics.proxyRequests.inc({ matched: match ? 'true' : 'false' });
 

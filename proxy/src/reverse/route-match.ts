@@ -57,6 +57,25 @@ export class CompiledRoutes {
   }
 }
 
+/**
+ * Whether the path's `..` segments (`%2e%2e` too) climb above its root, as in `/../admin`. No
+ * client resolving a link sends that; nginx and Tomcat answer 400. Sent on, it would leave the
+ * path of SIDECAR_UPSTREAM (`/api/../admin`) for a server that resolves it. Empty segments do
+ * not count, since servers that merge slashes see `//../admin` as `/../admin`.
+ */
+export function climbsAboveRoot(pathname: string): boolean {
+  if (!/\.|%2e/i.test(pathname)) return false;
+  let depth = 0;
+  for (const segment of pathname.split('/').slice(1)) {
+    if (segment === '') continue;
+    const decoded = decodeSegment(segment);
+    if (decoded === '..') {
+      if (--depth < 0) return true;
+    } else if (decoded !== '.') depth++;
+  }
+  return false;
+}
+
 function isDotSegment(segment: string): boolean {
   const decoded = decodeSegment(segment);
   return decoded === '.' || decoded === '..';
