@@ -11,8 +11,9 @@ import { cleanupRedis, startTestSidecar, uniquePrefix, waitFor } from '../testin
 /**
  * What hostile or sloppy clients do. Request targets and headers are sent as written, on a raw socket
  * (an HTTP client library would tidy them first), against a service that reads its path as
- * most servers do: fragment cut off (Express's parseurl does), `.` and `..` resolved and runs
- * of slashes merged (nginx and Tomcat do both).
+ * many servers do: fragment cut off (Express's parseurl does), `.` and `..` resolved and runs
+ * of slashes merged (nginx and Tomcat do both), a backslash read as a slash (WHATWG URL
+ * parsing does, and with it servers built on `new URL`).
  */
 
 let server: Server;
@@ -100,16 +101,16 @@ test.serial("a fragment in the target is not sent on: the service and the audit 
   t.deepEqual(reads, ['crm/u-1/email', 'crm/u-2/email', 'crm/fragment-done/email'], 'never a READ of "u-1#profile", a user that does not exist');
 });
 
-test.serial('a path with . or .. segments or a run of slashes is audited as the path the service makes of it', async (t) => {
+test.serial('a path with . or .. segments, a run of slashes or a backslash is audited as the path the service makes of it', async (t) => {
   const from = vault.records.length;
-  for (const path of ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7', '//users//u-8']) {
+  for (const path of ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7', '//users//u-8', '/users\\u-9']) {
     t.is(await send(`GET ${path} HTTP/1.1\r\nHost: service`), 'HTTP/1.1 200 OK', path);
   }
   // What resolves to no route's path is no route's: `/users/u-8/..` is `/users/`, here a 404 anyway.
   t.is(await send('GET /users/u-8/.. HTTP/1.1\r\nHost: service'), 'HTTP/1.1 404 Not Found');
-  t.deepEqual(seen.slice(-6), ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7', '//users//u-8', '/users/u-8/..'], 'sent on as written');
+  t.deepEqual(seen.slice(-7), ['/admin/../users/u-4', '/x/%2E%2e/users/u-5', '/users/./u-6', '/users/u-0/../u-7', '//users//u-8', '/users\\u-9', '/users/u-8/..'], 'sent on as written');
   const reads = await readsUpTo(from, 'dots-done');
-  t.deepEqual(reads, ['crm/u-4/email', 'crm/u-5/email', 'crm/u-6/email', 'crm/u-7/email', 'crm/u-8/email', 'crm/dots-done/email']);
+  t.deepEqual(reads, ['crm/u-4/email', 'crm/u-5/email', 'crm/u-6/email', 'crm/u-7/email', 'crm/u-8/email', 'crm/u-9/email', 'crm/dots-done/email']);
 });
 
 test.serial('a request with two Host headers is a 400, as RFC 9112 requires, not a 502 blaming the service', async (t) => {
@@ -149,7 +150,7 @@ test.serial('a path whose .. segments climb above the root is a 400: it would le
     await cleanupRedis(prefix2);
   });
   const before = seen.length;
-  for (const path of ['/../users/u-1', '/x/../../users/u-1', '/%2E%2E/users/u-1', '//../users/u-1']) {
+  for (const path of ['/../users/u-1', '/x/../../users/u-1', '/%2E%2E/users/u-1', '//../users/u-1', '/..\\users\\u-1']) {
     const answer = await send(`GET ${path} HTTP/1.1\r\nHost: service`, true, other.proxyUrl!);
     t.is(answer.slice(0, answer.indexOf('\r\n')), 'HTTP/1.1 400 Bad Request', path);
     t.is(answer.slice(answer.indexOf('\r\n\r\n') + 4), '{"statusCode":400,"error":"Bad Request","message":"Request path climbs above the root"}');

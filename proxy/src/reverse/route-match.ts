@@ -15,15 +15,17 @@ export class CompiledRoutes {
    * (Express by default): `/Users/u-1/` reaches the same handler as `/users/u-1`, and its
    * reads must not go unaudited. A path the upstream does not serve answers 404 and yields no
    * event, so matching leniently invents none. For the same reason a path with `.` or `..`
-   * segments (`%2e` too) or a run of slashes that matches no route as sent is matched as
-   * servers that tidy paths see it, dot segments resolved (RFC 3986 §5.2.4) and slashes merged:
-   * nginx and Tomcat serve `/x/../users/u-1` and `//users//u-1` as `/users/u-1`, and that read
-   * must not go unaudited either.
+   * segments (`%2e` too), a run of slashes or a backslash that matches no route as sent is
+   * matched as servers that tidy paths see it, dot segments resolved (RFC 3986 §5.2.4), slashes
+   * merged and backslashes read as slashes: nginx and Tomcat serve `/x/../users/u-1` and
+   * `//users//u-1` as `/users/u-1`, servers that parse with WHATWG `new URL` `/users\u-1`, and
+   * that read must not go unaudited either.
    */
   match(method: string, pathname: string): RouteMatch | undefined {
     const raw = pathname.split('/').slice(1);
-    const untidy = raw.some((segment, i) => (segment === '' && i < raw.length - 1) || isDotSegment(segment));
-    return this.matchSegments(method, raw) ?? (untidy ? this.matchSegments(method, tidy(raw)) : undefined);
+    const found = this.matchSegments(method, raw);
+    if (found || !isUntidy(pathname, raw)) return found;
+    return this.matchSegments(method, tidy(pathSegments(pathname)));
   }
 
   private matchSegments(method: string, segments: string[]): RouteMatch | undefined {
@@ -58,7 +60,8 @@ export class CompiledRoutes {
 }
 
 /**
- * Whether the path's `..` segments (`%2e%2e` too) climb above its root, as in `/../admin`. No
+ * Whether the path's `..` segments (`%2e%2e` too, and a backslash read as a slash, as WHATWG
+ * URL parsing reads it) climb above its root, as in `/../admin`. No
  * client resolving a link sends that; nginx and Tomcat answer 400. Sent on, it would leave the
  * path of SIDECAR_UPSTREAM (`/api/../admin`) for a server that resolves it. Empty segments do
  * not count, since servers that merge slashes see `//../admin` as `/../admin`.
@@ -66,7 +69,7 @@ export class CompiledRoutes {
 export function climbsAboveRoot(pathname: string): boolean {
   if (!/\.|%2e/i.test(pathname)) return false;
   let depth = 0;
-  for (const segment of pathname.split('/').slice(1)) {
+  for (const segment of pathSegments(pathname)) {
     if (segment === '') continue;
     const decoded = decodeSegment(segment);
     if (decoded === '..') {
@@ -74,6 +77,15 @@ export function climbsAboveRoot(pathname: string): boolean {
     } else if (decoded !== '.') depth++;
   }
   return false;
+}
+
+/** The segments as servers that read a backslash as a slash (WHATWG URL parsing) see them. */
+function pathSegments(pathname: string): string[] {
+  return pathname.split(pathname.includes('\\') ? /[/\\]/ : '/').slice(1);
+}
+
+function isUntidy(pathname: string, segments: string[]): boolean {
+  return pathname.includes('\\') || segments.some((segment, i) => (segment === '' && i < segments.length - 1) || isDotSegment(segment));
 }
 
 function isDotSegment(segment: string): boolean {
