@@ -73,6 +73,13 @@ export function responseHeaders(raw: string[]): string[] {
   return out;
 }
 
+/** How many `Host` lines a raw list holds. */
+export function hostLines(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
+  return n;
+}
+
 /** The first value of a header in a raw list, whatever the case of its name. */
 export function headerOf(raw: string[], name: string): string | undefined {
   for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];

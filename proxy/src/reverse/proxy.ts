@@ -11,15 +11,9 @@ import { backoffDelay, sleep } from '../delivery/backoff.js';
 import type { EventProducer } from '../queue/producer.js';
 import { Tap, charsetOf, decode, isJson, parseJson, readUpTo, relay, resume } from './bodies.js';
 import { buildEvents, defaultMaxEvents, type BuiltEvents } from './events.js';
-import { forwardHeaders, hasBody, headerOf, originForm, reasonPhrase, responseHeaders } from './headers.js';
+import { forwardHeaders, hasBody, headerOf, hostLines, originForm, reasonPhrase, responseHeaders } from './headers.js';
 import { climbsAboveRoot } from './route-match.js';
 import type { CompiledRoutes, RouteMatch } from './routes-file.js';
-
-function hostLines(raw: string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
-  return n;
-}
 
 /** A request the proxy will not send on; its connection is closed, so an unread body is no matter. */
 function refuse(res: ServerResponse, message: string): void {
@@ -163,12 +157,8 @@ export class ReverseProxy {
     // A client gone before the answer frees the service from a request no route audits, as a
     // hang-up without the proxy would; a routed one runs on, since its answer may be audited.
     // (An emitter rather than an AbortController, which costs more and is rarely needed.)
-    let abandon: EventEmitter | undefined;
-    if (!match) {
-      const emitter = new EventEmitter();
-      res.once('close', () => emitter.emit('abort'));
-      abandon = emitter;
-    }
+    const abandon = match ? undefined : new EventEmitter();
+    if (abandon) res.once('close', () => abandon.emit('abort'));
     if (body === req) body = Readable.from(resume([], req));
     let upstream: Awaited<ReturnType<Pool['request']>>;
     try {
