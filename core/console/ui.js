@@ -119,12 +119,29 @@ export function Check({ id, label, checked, onChange }) {
   return html`<div class="check"><input id=${id} type="checkbox" checked=${checked} onChange=${(e) => onChange(e.currentTarget.checked)} /><label for=${id}>${label}</label></div>`;
 }
 
-/** Previous/next over 0-based pages; `more` says whether a full page came back. */
+/**
+ * Previous/next over 0-based pages; `more` says whether a full page came back. The page number
+ * is a live region, so a screen reader says where a press led. A press that reaches the first
+ * or last page disables the button pressed, which drops its focus: the other one takes it.
+ */
 export function Pager({ page, more, onPage, label = 'Pages' }) {
+  const previous = useRef();
+  const next = useRef();
+  const pressed = useRef();
+  useEffect(() => {
+    const [from, to] = pressed.current === 'next' ? [next, previous] : [previous, next];
+    if (!pressed.current || !from.current?.disabled || to.current?.disabled) return;
+    pressed.current = undefined;
+    if (!document.activeElement || document.activeElement === document.body) to.current?.focus();
+  }, [page, more]);
+  const go = (to, which) => {
+    pressed.current = which;
+    onPage(to);
+  };
   return html`<nav class="pager" aria-label=${label}>
-    <button type="button" disabled=${page === 0} onClick=${() => onPage(page - 1)}>← Previous</button>
-    <span>Page ${page + 1}</span>
-    <button type="button" disabled=${!more} onClick=${() => onPage(page + 1)}>Next →</button>
+    <button type="button" ref=${previous} disabled=${page === 0} onClick=${() => go(page - 1, 'previous')}>← Previous</button>
+    <span role="status">Page ${page + 1}</span>
+    <button type="button" ref=${next} disabled=${!more} onClick=${() => go(page + 1, 'next')}>Next →</button>
   </nav>`;
 }
 
@@ -224,9 +241,12 @@ const WATCH_MS = 120_000;
  * user), the focus goes where it was, as it was found now: the same control of the next row,
  * else of the previous one; else the list, or the "nothing here" that took its place; else
  * what replaced the control; else the heading of its section; and again should that go too.
- * The user moving the focus ends the watch; a control that stays (a refused delete) keeps it.
+ * A control only disabled while the work runs (the browser drops its focus) has it back once
+ * it can be used again. The user moving the focus, or clicking, ends the watch; a control
+ * that stays (a refused delete) keeps it.
  */
-function keepFocusNear(control) {
+export function keepFocusNear(control) {
+  if (!control || control === document.body) return;
   const row = control.closest('tr, li');
   const list = row?.parentElement;
   const index = row ? [...list.children].indexOf(row) : -1;
@@ -243,19 +263,31 @@ function keepFocusNear(control) {
       if (active !== holder) stop();
       return;
     }
-    if (holder.isConnected) return;
+    if (holder.isConnected) {
+      if (!holder.disabled) holder.focus();
+      return;
+    }
     const next = focusTarget({ list, index, position, hadRow: Boolean(row), anchor: ancestors.find((e) => e.isConnected) });
     if (!next) return;
     holder = next;
     next.focus();
   });
   const timer = setTimeout(() => stop(), WATCH_MS);
+  // A click on the page's background leaves the focus on nothing too, but by the user's choice.
+  document.addEventListener('pointerdown', stop, { capture: true, once: true });
   function stop() {
     observer.disconnect();
     clearTimeout(timer);
+    document.removeEventListener('pointerdown', stop, { capture: true });
   }
-  observer.observe(document.body, { childList: true, subtree: true });
+  observer.observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled'] });
 }
+
+/** An onClick that runs `handler` and keeps the focus near the button pressed (`keepFocusNear`). */
+export const keepingFocus = (handler) => (e) => {
+  keepFocusNear(e.currentTarget);
+  return handler(e);
+};
 
 function focusTarget({ list, index, position, hadRow, anchor }) {
   if (list?.isConnected) {

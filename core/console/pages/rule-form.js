@@ -1,5 +1,5 @@
 // The rule form: the common constraints and actions as fields, everything else as JSON.
-import { html, useState } from '../lib.js';
+import { html, useEffect, useRef, useState } from '../lib.js';
 import { Check, Select, TextInput, splitList } from '../ui.js';
 
 /** Per constraint type: its operators (if any) and the member holding its list. */
@@ -87,7 +87,7 @@ function Condition({ index, condition, onChange, onRemove }) {
         ? html`<${TextInput} id=${id('threshold')} label="Threshold (-1 to 1)" type="number" step="0.1" min="-1" max="1" value=${condition.threshold} onInput=${(t) => set({ threshold: t.trim() === '' ? undefined : Number(t) })} />`
         : null}
     </div>
-    <button type="button" class="link" onClick=${onRemove}>Remove condition ${index + 1}</button>
+    <button type="button" class="link" id=${id('remove')} onClick=${onRemove}>Remove condition ${index + 1}</button>
   </fieldset>`;
 }
 
@@ -120,6 +120,15 @@ export function RuleFields({ rule, onChange, isNew }) {
   const form = asConditions(rule.constraint);
   const conditions = form?.conditions;
   const setConditions = (list, match = form.match) => set({ constraint: { type: match, constraints: list } });
+  // Conditions are drawn by position: removing the last one takes away the button pressed,
+  // which would leave the focus on the page's start. It goes to the condition before, or to Add.
+  const removedLast = useRef(false);
+  useEffect(() => {
+    if (!removedLast.current) return;
+    removedLast.current = false;
+    const count = conditions?.length ?? 0;
+    document.getElementById(count ? `c${count - 1}-remove` : 'add-condition')?.focus();
+  }, [conditions?.length]);
   return html`<div>
     <div class="row">
       <${TextInput} id="rule-key" label="Key" value=${rule.key} onInput=${(key) => set({ key })} readOnly=${!isNew} required />
@@ -139,10 +148,10 @@ export function RuleFields({ rule, onChange, isNew }) {
               index=${i}
               condition=${c}
               onChange=${(next) => setConditions(conditions.map((x, j) => (j === i ? next : x)))}
-              onRemove=${() => setConditions(conditions.filter((_, j) => j !== i))}
+              onRemove=${() => ((removedLast.current = i === conditions.length - 1), setConditions(conditions.filter((_, j) => j !== i)))}
             />`,
           )}
-          <button type="button" onClick=${() => setConditions([...conditions, { type: 'attribute', operator: 'any', attributes: [] }])}>Add condition</button>`
+          <button type="button" id="add-condition" onClick=${() => setConditions([...conditions, { type: 'attribute', operator: 'any', attributes: [] }])}>Add condition</button>`
       : html`<p class="muted">This constraint is richer than the form shows (nesting or less common members): edit it as JSON below.</p>`}
     <h2 class="sub">Then</h2>
     <${ActionFields} action=${rule.action ?? { type: 'alert' }} onChange=${(action) => set({ action })} />

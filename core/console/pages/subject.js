@@ -1,6 +1,6 @@
 import { html, lines, useEffect, useRef, useState, visible } from '../lib.js';
 import { api, ApiError, get, getAll, keyFileToHeader, post, search, seg } from '../api.js';
-import { ConfirmButton, ErrorBox, fmt, Loading, Notice, PageTitle, Table, download, fileName, useLoad, when } from '../ui.js';
+import { ConfirmButton, ErrorBox, fmt, keepFocusNear, keepingFocus, Loading, Notice, PageTitle, Table, download, fileName, useLoad, when } from '../ui.js';
 import { activityColumns, useApplicationNames } from './activity.js';
 import { count, milestone, readPointByPoint, refusedValue, RevealProgress, revealProgress, values as valueCount } from './reveal.js';
 
@@ -326,10 +326,10 @@ export function Subject({ id, admin, allAttributes }) {
           <label for="key-file">Private key file</label>
           <input id="key-file" ref=${keyInput} type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])} />
         </div>
-        <button type="button" class="primary" ref=${revealButton} disabled=${!keyFile || busy} onClick=${reveal}>Reveal values</button>
-        ${values ? html`<button type="button" onClick=${hide}>Hide values</button>` : null}
+        <button type="button" class="primary" ref=${revealButton} disabled=${!keyFile || busy} onClick=${keepingFocus(reveal)}>Reveal values</button>
+        ${values ? html`<button type="button" onClick=${keepingFocus(hide)}>Hide values</button>` : null}
         <span class="spacer"></span>
-        <button type="button" onClick=${exportJson} disabled=${busy || !points.data}>Export JSON</button>
+        <button type="button" onClick=${keepingFocus(exportJson)} disabled=${busy || !points.data}>Export JSON</button>
       </div>
       <p class="muted small">The key file is read in this browser and sent with the reveal requests only; it is never stored.</p>
       ${progress ? html`<${RevealProgress} progress=${progress} onCancel=${cancel} cancelRef=${cancelButton} />` : null}
@@ -344,7 +344,7 @@ export function Subject({ id, admin, allAttributes }) {
       <div class="toolbar">
         ${held
           ? html`<${ConfirmButton} label="Lift legal hold" confirm="Lift the hold: its data may be deleted again" disabled=${busy} onConfirm=${() => setHold(false)} />`
-          : html`<button type="button" disabled=${busy} onClick=${() => setHold(true)}>Set legal hold</button>`}
+          : html`<button type="button" disabled=${busy} onClick=${keepingFocus(() => setHold(true))}>Set legal hold</button>`}
       </div>
       ${attributes.length
         ? html`<h3>Delete one attribute</h3>
@@ -354,7 +354,7 @@ export function Subject({ id, admin, allAttributes }) {
         : null}
       <h3>Purge the subject</h3>
       <p>Deletes every data point, destroys the subject's keys and removes the subject. Its activity history stays. This cannot be undone.</p>
-      <form class="purge" onSubmit=${(e) => (e.preventDefault(), confirmed && purge())}>
+      <form class="purge" onSubmit=${(e) => (e.preventDefault(), confirmed && (keepFocusNear(document.activeElement), purge()))}>
         <div class="field">
           <label for="purge-confirm">Type the subject id <span class="mono">${id}</span> to confirm</label>
           <input id="purge-confirm" type="text" autocomplete="off" value=${purgeText} onInput=${(e) => setPurgeText(e.currentTarget.value)} />

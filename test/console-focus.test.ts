@@ -1,0 +1,114 @@
+/**
+ * Where the focus goes after an action, for an officer who works by keyboard or with a screen
+ * reader: a control disabled while its work runs, or replaced by what the work changed, must
+ * not leave the focus on the page's start (Tab would begin again from the top, and a screen
+ * reader would say nothing at all).
+ */
+import test from 'ava';
+import type { Page } from 'playwright-core';
+import { callVault } from '../core/src/testing/process.js';
+import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+
+// Browser globals for the functions page.evaluate runs in the page (the project's types are Node's).
+declare const document: {
+  activeElement: { tagName: string; id: string; textContent: string | null; getAttribute(n: string): string | null } | null;
+  documentElement: { clientWidth: number; scrollWidth: number };
+  querySelectorAll(selector: string): ArrayLike<{ scrollWidth: number; clientWidth: number; textContent: string | null; getAttribute(n: string): string | null }>;
+};
+
+let session: ConsoleSession;
+let page: Page;
+/** Subjects' list pages are 25 long: 27 subjects make a second, shorter page. */
+const SUBJECTS = 27;
+
+test.before(async () => {
+  session = await openConsoleSession();
+  page = session.page;
+  const { vault } = session;
+  await callVault(vault, 'POST', '/attributes', { key: 'NOTE', schema: 'string' });
+  for (let i = 0; i < SUBJECTS; i++) {
+    const stored = await callVault(vault, 'POST', `/datasubjects/focus-${i}/attributes`, { data: [{ attribute: 'NOTE', value: `note ${i}` }] }, { 'x-encryption-key': vault.keys.publicKey });
+    if (stored.status >= 300) throw new Error(JSON.stringify(stored.body));
+  }
+  await page.goto(`${vault.url}/console`);
+  await page.getByLabel('API key').fill(vault.adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+});
+test.after.always(async () => session?.close());
+
+/** What has the focus, as "tag name", once it settles on `wanted` or after a while (for the assertion to show). */
+async function focused(wanted: string): Promise<string> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const now = await page.evaluate(() => {
+      const e = document.activeElement;
+      return `${e?.tagName.toLowerCase()} ${(e?.getAttribute('aria-label') ?? e?.textContent ?? '').trim().slice(0, 60)}`;
+    });
+    if (now === wanted || Date.now() > until) return now;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Presses a button as a keyboard user does: focused, then Enter. */
+async function press(name: string): Promise<void> {
+  await page.getByRole('button', { name, exact: true }).focus();
+  await page.keyboard.press('Enter');
+}
+
+test.serial("a subject's reveal, hide, export and legal hold keep the focus on their control, or on what took its place", async (t) => {
+  await session.go('subjects/focus-1', 'Subject focus-1');
+  await page.getByLabel('Private key file').setInputFiles(session.keyFile);
+  await press('Reveal values');
+  await page.getByRole('status').filter({ hasText: 'Revealed 1 value' }).waitFor();
+  t.is(await focused('button Reveal values'), 'button Reveal values', 'disabled while it ran, the button has the focus back');
+
+  await press('Hide values');
+  await page.getByRole('status').filter({ hasText: 'Values hidden' }).waitFor();
+  t.is(await focused('input '), 'input ', 'Hide is gone with the values: the key file it asks for again');
+  t.is(await page.evaluate(() => document.activeElement?.id), 'key-file');
+
+  await press('Export JSON');
+  await page.getByRole('status').filter({ hasText: 'Exported 1 data point' }).waitFor();
+  t.is(await focused('button Export JSON'), 'button Export JSON');
+
+  await press('Set legal hold');
+  await page.getByRole('status').filter({ hasText: 'Legal hold set' }).waitFor();
+  t.is(await focused('button Lift legal hold'), 'button Lift legal hold', 'the button that took its place');
+});
+
+test.serial('a purge leaves the focus on the page heading, and its outcome comes into the live region already there', async (t) => {
+  await session.go('subjects/focus-2', 'Subject focus-2');
+  // A screen reader announces text put into a live region it knows, not one that arrives with it.
+  await page.locator('.notice, [role="status"]').first().evaluate((e) => (e as unknown as { dataset: Record<string, string> }).dataset.before = 'yes');
+  await page.getByLabel(/Type the subject id/).fill('focus-2');
+  await press('Purge subject');
+  const status = page.getByRole('status').filter({ hasText: 'Subject focus-2 purged' });
+  await status.waitFor();
+  t.is(await focused('h1 Subject focus-2'), 'h1 Subject focus-2');
+  t.is(await status.getAttribute('data-before'), 'yes', 'the outcome is said in the region that was there before');
+});
+
+test.serial('paging to the last page and back to the first leaves the focus on the pager, and says which page', async (t) => {
+  await session.go('subjects', 'Data subjects');
+  const pager = page.getByRole('navigation', { name: 'Subject pages' });
+  await pager.getByRole('button', { name: 'Next →' }).focus();
+  await page.keyboard.press('Enter');
+  await pager.getByRole('status').filter({ hasText: 'Page 2' }).waitFor();
+  t.true(await pager.getByRole('button', { name: 'Next →' }).isDisabled());
+  t.is(await focused('button ← Previous'), 'button ← Previous', 'Next is disabled on the last page: Previous');
+  await page.keyboard.press('Enter');
+  await pager.getByRole('status').filter({ hasText: 'Page 1' }).waitFor();
+  t.is(await focused('button Next →'), 'button Next →', 'and back on the first: Next');
+});
+
+test.serial("removing the rule form's last condition leaves the focus on the condition before it", async (t) => {
+  await session.go('rules/new', 'New rule');
+  await press('Add condition');
+  await press('Remove condition 2');
+  await page.getByRole('group', { name: 'Condition 2' }).waitFor({ state: 'detached' });
+  t.is(await focused('button Remove condition 1'), 'button Remove condition 1');
+  await press('Remove condition 1');
+  await page.getByRole('group', { name: 'Condition 1' }).waitFor({ state: 'detached' });
+  t.is(await focused('button Add condition'), 'button Add condition', 'none left: the button that adds one');
+});
