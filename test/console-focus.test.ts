@@ -2,7 +2,7 @@
  * Where the focus goes after an action, for an officer who works by keyboard or with a screen
  * reader: a control disabled while its work runs, or replaced by what the work changed, must
  * not leave the focus on the page's start (Tab would begin again from the top, and a screen
- * reader would say nothing at all).
+ * reader would say nothing at all). Also: a refusal and a hint tied to their field.
  */
 import test from 'ava';
 import type { Page } from 'playwright-core';
@@ -111,4 +111,32 @@ test.serial("removing the rule form's last condition leaves the focus on the con
   await press('Remove condition 1');
   await page.getByRole('group', { name: 'Condition 1' }).waitFor({ state: 'detached' });
   t.is(await focused('button Add condition'), 'button Add condition', 'none left: the button that adds one');
+});
+
+test.serial('a schema that is no JSON marks the Schema field invalid and is read out with it', async (t) => {
+  await session.go('registry', 'Registry');
+  await page.getByLabel('Key', { exact: true }).fill('BROKEN');
+  const schema = page.getByLabel('Schema');
+  await schema.fill('{ "email": ');
+  await press('Create');
+  const alert = page.getByRole('alert').filter({ hasText: 'Schema is not valid JSON' });
+  await alert.waitFor();
+  t.is(await schema.getAttribute('aria-invalid'), 'true');
+  const errorId = await alert.getAttribute('id');
+  t.truthy(errorId);
+  t.true(((await schema.getAttribute('aria-describedby')) ?? '').split(' ').includes(errorId ?? '-'), 'described by the message');
+  t.is((await callVault(session.vault, 'GET', '/attributes/BROKEN')).status, 404, 'nothing was sent');
+  await schema.fill('string');
+  await press('Create');
+  await page.getByRole('status').filter({ hasText: /created/ }).waitFor();
+  t.is(await schema.getAttribute('aria-invalid'), null, 'no longer invalid once saved');
+});
+
+test.serial("a select's hint is read out with it, as a text field's is", async (t) => {
+  await session.go('rules/new', 'New rule');
+  const hint = page.getByText('data: on every store; activity: on every audit event');
+  const hintId = await hint.getAttribute('id');
+  t.truthy(hintId);
+  t.is(await page.getByLabel('Rule type').getAttribute('aria-describedby'), hintId);
+  t.is(await page.getByLabel('Name', { exact: true }).getAttribute('aria-describedby'), null, 'no hint, nothing to describe it');
 });

@@ -109,7 +109,7 @@ function Marked({ id, text, chars }) {
 
 export function Select({ id, label, value, onChange, options, hint }) {
   return html`<${Field} label=${label} id=${id} hint=${hint}>
-    <select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
+    <select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)} aria-describedby=${hint ? `${id}-hint` : undefined}>
       ${options.map((o) => (typeof o === 'string' ? html`<option value=${o}>${o || '(any)'}</option>` : html`<option value=${o.value}>${o.label}</option>`))}
     </select>
   </${Field}>`;

@@ -237,7 +237,7 @@ export function Activity({ admin, id }) {
       <div class="row">
         ${appNames.size > 0
           ? html`<${Field} label="Application" id="f-app" hint=${appById ? 'Its id, as the table shows one no longer registered' : undefined}>
-              <select id="f-app" value=${appById ? BY_ID : form.applicationId} onChange=${(e) => chooseApp(e.currentTarget.value)}>
+              <select id="f-app" aria-describedby=${appById ? 'f-app-hint' : undefined} value=${appById ? BY_ID : form.applicationId} onChange=${(e) => chooseApp(e.currentTarget.value)}>
                 ${applicationOptions(appNames).map((o) => html`<option value=${o.value}>${o.label}</option>`)}
               </select>
               ${appById

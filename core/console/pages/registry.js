@@ -38,7 +38,7 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
       try {
         body = toBody(form);
       } catch (err) {
-        throw Object.assign(new Error(err.message), { status: 0 });
+        throw Object.assign(new Error(err.message), { status: 0, field: err.field });
       }
       const answer = await api('POST', path, { body });
       setNotice(typeof answer?.data === 'string' ? answer.data : `${name} ${editing ? 'saved' : 'created'}.`);
@@ -52,6 +52,8 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
       setNotice(typeof answer?.data === 'string' ? answer.data : `${name} deleted.`);
     });
   const cancel = () => (setEditing(undefined), setForm(toForm()));
+  // A refusal found in the browser names its field: marked invalid, and described by the message.
+  const errorId = `${path.slice(1)}-error`;
   const edit = (item, button) => {
     opener.current = button;
     setEditing(idOf(item));
@@ -89,8 +91,8 @@ function Collection({ name, path, idOf, columns, empty, toForm, toBody, Fields, 
       aria-label=${editing ? `Edit ${name}` : `New ${name}`}
     >
       <h2>${editing ? html`Edit ${name.toLowerCase()} <span class="mono">${editing}</span>` : `New ${name.toLowerCase()}`}</h2>
-      <${Fields} form=${form} set=${(patch) => setForm({ ...form, ...patch })} editing=${editing} />
-      <${ErrorBox} error=${error} admin=${!admin} intoView />
+      <${Fields} form=${form} set=${(patch) => setForm({ ...form, ...patch })} editing=${editing} errorOf=${(field) => (error?.field === field ? errorId : undefined)} />
+      <${ErrorBox} error=${error} admin=${!admin} intoView id=${errorId} />
       <${Notice} intoView>${notice}</${Notice}>
       <div class="actions">
         <button type="submit" class="primary">${editing ? 'Save' : 'Create'}</button>
@@ -106,13 +108,13 @@ function parseSchema(text) {
     try {
       return JSON.parse(t);
     } catch (err) {
-      throw new Error(`Schema is not valid JSON: ${err.message}`);
+      throw Object.assign(new Error(`Schema is not valid JSON: ${err.message}`), { field: 'def-schema' });
     }
   }
   return t || 'string';
 }
 
-const DefinitionFields = ({ form, set, editing }) => html`
+const DefinitionFields = ({ form, set, editing, errorOf }) => html`
   <div class="row">
     <${TextInput} id="def-key" label="Key" value=${form.key} onInput=${(key) => set({ key })} readOnly=${Boolean(editing)} required />
     <${TextInput} id="def-name" label="Name" value=${form.name} onInput=${(name) => set({ name })} />
@@ -120,7 +122,7 @@ const DefinitionFields = ({ form, set, editing }) => html`
   </div>
   <div class="field">
     <label for="def-schema">Schema</label>
-    <textarea id="def-schema" class="json" rows="4" spellcheck="false" value=${form.schema} onInput=${(e) => set({ schema: e.currentTarget.value })} aria-describedby="def-schema-hint"></textarea>
+    <textarea id="def-schema" class="json" rows="4" spellcheck="false" value=${form.schema} onInput=${(e) => set({ schema: e.currentTarget.value })} aria-describedby=${[errorOf('def-schema'), 'def-schema-hint'].filter(Boolean).join(' ')} aria-invalid=${errorOf('def-schema') ? 'true' : undefined}></textarea>
     <small class="muted" id="def-schema-hint">string, int, float, boolean, date or file; or a JSON object of sub-attributes, e.g. {"email": "string", "[phones]": {"number": "string"}}</small>
   </div>
   <div class="row">
