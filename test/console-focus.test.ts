@@ -2,7 +2,8 @@
  * Where the focus goes after an action, for an officer who works by keyboard or with a screen
  * reader: a control disabled while its work runs, or replaced by what the work changed, must
  * not leave the focus on the page's start (Tab would begin again from the top, and a screen
- * reader would say nothing at all). Also: a refusal and a hint tied to their field.
+ * reader would say nothing at all). Also: a refusal tied to its field, and the smallest
+ * window WCAG 1.4.10 asks for (320 px) showing every cell whole.
  */
 import test from 'ava';
 import type { Page } from 'playwright-core';
@@ -26,6 +27,9 @@ test.before(async () => {
   page = session.page;
   const { vault } = session;
   await callVault(vault, 'POST', '/attributes', { key: 'NOTE', schema: 'string' });
+  const rule = { key: 'note-stored', constraint: { type: 'attribute', operator: 'any', attributes: ['NOTE'] }, action: { type: 'alert', alertLevel: 'INFO', message: 'Note stored' } };
+  const created = await callVault(vault, 'POST', '/rules', rule);
+  if (created.status >= 300) throw new Error(JSON.stringify(created.body));
   for (let i = 0; i < SUBJECTS; i++) {
     const stored = await callVault(vault, 'POST', `/datasubjects/focus-${i}/attributes`, { data: [{ attribute: 'NOTE', value: `note ${i}` }] }, { 'x-encryption-key': vault.keys.publicKey });
     if (stored.status >= 300) throw new Error(JSON.stringify(stored.body));
@@ -139,4 +143,33 @@ test.serial("a select's hint is read out with it, as a text field's is", async (
   t.truthy(hintId);
   t.is(await page.getByLabel('Rule type').getAttribute('aria-describedby'), hintId);
   t.is(await page.getByLabel('Name', { exact: true }).getAttribute('aria-describedby'), null, 'no hint, nothing to describe it');
+});
+
+test.serial('at 320 px every table cell shows its whole text: nothing hides past the edge of its card', async (t) => {
+  await page.setViewportSize({ width: 320, height: 640 });
+  try {
+    for (const [hash, heading] of [
+      ['overview', 'Overview'],
+      ['subjects', 'Data subjects'],
+      ['subjects/focus-3', 'Subject focus-3'],
+      ['activity', 'Activity log'],
+      ['alerts', 'Alerts'],
+      ['rules', 'Rules'],
+      ['registry', 'Registry'],
+      ['applications', 'Applications'],
+    ]) {
+      await session.go(hash, heading);
+      await page.locator('.table-wrap').first().waitFor();
+      await session.shot(`focus-320-${hash.replace(/\W+/g, '-')}`);
+      t.is(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0, `${hash}: no sideways scrolling`);
+      const cut = await page.evaluate(() =>
+        Array.from(document.querySelectorAll('.table-wrap'))
+          .filter((w) => w.scrollWidth > w.clientWidth)
+          .map((w) => `${w.getAttribute('aria-label')}: ${w.scrollWidth - w.clientWidth}px out of sight`),
+      );
+      t.deepEqual(cut, [], `${hash}: cut off at 320 px`);
+    }
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
 });
