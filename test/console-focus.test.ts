@@ -98,11 +98,11 @@ test.serial('paging to the last page and back to the first leaves the focus on t
   const pager = page.getByRole('navigation', { name: 'Subject pages' });
   await pager.getByRole('button', { name: 'Next →' }).focus();
   await page.keyboard.press('Enter');
-  await pager.getByRole('status').filter({ hasText: 'Page 2' }).waitFor();
+  await pager.getByRole('status').filter({ hasText: /^Page 2, \d+ subjects? shown$/ }).waitFor();
   t.true(await pager.getByRole('button', { name: 'Next →' }).isDisabled());
   t.is(await focused('button ← Previous'), 'button ← Previous', 'Next is disabled on the last page: Previous');
   await page.keyboard.press('Enter');
-  await pager.getByRole('status').filter({ hasText: 'Page 1' }).waitFor();
+  await pager.getByRole('status').filter({ hasText: 'Page 1, 25 subjects shown' }).waitFor();
   t.is(await focused('button Next →'), 'button Next →', 'and back on the first: Next');
 });
 
@@ -172,4 +172,41 @@ test.serial('at 320 px every table cell shows its whole text: nothing hides past
   } finally {
     await page.setViewportSize({ width: 1280, height: 800 });
   }
+});
+
+test.serial('a search by value says how many subjects hold the value, in a live region there before it', async (t) => {
+  const { vault } = session;
+  await callVault(vault, 'POST', '/attributes', { key: 'EMAIL', schema: 'string', indexed: true });
+  const stored = await callVault(vault, 'POST', '/datasubjects/focus-5/attributes', { data: [{ attribute: 'EMAIL', value: 'five@example.org' }] }, { 'x-encryption-key': vault.keys.publicKey });
+  t.true(stored.status < 300, JSON.stringify(stored.body));
+  await session.go('subjects', 'Data subjects');
+  const live = page.getByRole('form', { name: 'Find by value' }).getByRole('status');
+  t.is(await live.count(), 1, 'waiting, empty, in the form');
+  t.is((await live.textContent())?.trim(), '');
+  await page.getByLabel('Attribute').fill('EMAIL');
+  await page.getByLabel('Value', { exact: true }).fill('five@example.org');
+  await press('Search');
+  await page.getByRole('heading', { name: 'Matching subjects' }).waitFor();
+  t.is((await live.textContent())?.trim(), '1 subject holds this value.');
+  await page.getByLabel('Value', { exact: true }).fill('nobody@example.org');
+  await press('Search');
+  await page.getByText('No subject holds that value').waitFor();
+  t.is((await live.textContent())?.trim(), 'No subject holds this value (or you may not see the attribute).');
+});
+
+test.serial('filtering the activity log or the alerts says how many are shown, beside the page number', async (t) => {
+  await session.go('activity', 'Activity log');
+  const pages = page.getByRole('navigation', { name: 'Activity pages' }).getByRole('status');
+  await pages.filter({ hasText: /^Page 1, \d+ records shown$/ }).waitFor();
+  await page.getByLabel('Subject', { exact: true }).fill('focus-4');
+  await press('Apply filters');
+  await pages.filter({ hasText: /^Page 1, 1 record shown$/ }).waitFor();
+  t.pass();
+  await session.go('alerts', 'Alerts');
+  const alertPages = page.getByRole('navigation', { name: 'Alert pages' }).getByRole('status');
+  await alertPages.filter({ hasText: /^Page 1, 27 alerts shown$/ }).waitFor();
+  await page.getByLabel('Level').selectOption('DANGER');
+  await press('Apply filters');
+  await page.getByText('No alerts match these filters.').waitFor();
+  t.is(await alertPages.textContent(), 'Page 1, no alerts shown', 'none: said too');
 });

@@ -2,22 +2,28 @@
 import { html, markedIn, useEffect, useRef, useState } from './lib.js';
 import { ApiError, seg } from './api.js';
 
-/** Runs `load` whenever `deps` change; returns {data, error, loading, reload}. */
+/**
+ * Runs `load` whenever `deps` change; returns {data, error, loading, current, reload}. `data`
+ * stays while the next load runs; `current` says it answers the deps as they are now (in the
+ * render that changes them, `loading` is not yet set).
+ */
 export function useLoad(load, deps = []) {
   const [state, setState] = useState({ loading: true });
   const [tick, setTick] = useState(0);
+  const now = [...deps, tick];
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true }));
     Promise.resolve()
       .then(load)
       .then(
-        (data) => live && setState({ data, loading: false }),
-        (error) => live && setState({ error, loading: false }),
+        (data) => live && setState({ data, loading: false, for: now }),
+        (error) => live && setState({ error, loading: false, for: now }),
       );
     return () => (live = false);
-  }, [...deps, tick]);
-  return { ...state, reload: () => setTick((t) => t + 1) };
+  }, now);
+  const current = !state.loading && state.for?.length === now.length && state.for.every((d, i) => Object.is(d, now[i]));
+  return { ...state, current, reload: () => setTick((t) => t + 1) };
 }
 
 /**
@@ -121,10 +127,12 @@ export function Check({ id, label, checked, onChange }) {
 
 /**
  * Previous/next over 0-based pages; `more` says whether a full page came back. The page number
- * is a live region, so a screen reader says where a press led. A press that reaches the first
+ * and how many rows it `shown` are a live region, so a screen reader says where a press or a
+ * filter led (the table itself changes silently); `shown` is left out until the page's rows are
+ * `current`, not to count the rows of the page before. A press that reaches the first
  * or last page disables the button pressed, which drops its focus: the other one takes it.
  */
-export function Pager({ page, more, onPage, label = 'Pages' }) {
+export function Pager({ page, more, onPage, label = 'Pages', shown, what = 'row' }) {
   const previous = useRef();
   const next = useRef();
   const pressed = useRef();
@@ -140,7 +148,7 @@ export function Pager({ page, more, onPage, label = 'Pages' }) {
   };
   return html`<nav class="pager" aria-label=${label}>
     <button type="button" ref=${previous} disabled=${page === 0} onClick=${() => go(page - 1, 'previous')}>← Previous</button>
-    <span role="status">Page ${page + 1}</span>
+    <span role="status">Page ${page + 1}${shown === undefined ? null : html`<span class="sr-only">, ${shown ? `${shown} ${what}${shown === 1 ? '' : 's'}` : `no ${what}s`} shown</span>`}</span>
     <button type="button" ref=${next} disabled=${!more} onClick=${() => go(page + 1, 'next')}>Next →</button>
   </nav>`;
 }
@@ -275,10 +283,13 @@ export function keepFocusNear(control) {
   const timer = setTimeout(() => stop(), WATCH_MS);
   // A click on the page's background leaves the focus on nothing too, but by the user's choice.
   document.addEventListener('pointerdown', stop, { capture: true, once: true });
+  // Another page is none of the watch's business: its heading takes the focus.
+  addEventListener('hashchange', stop, { once: true });
   function stop() {
     observer.disconnect();
     clearTimeout(timer);
     document.removeEventListener('pointerdown', stop, { capture: true });
+    removeEventListener('hashchange', stop);
   }
   observer.observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled'] });
 }

@@ -280,7 +280,7 @@ export function Activity({ admin, id }) {
             empty="No activity matches these filters."
             rowClass=${(r) => (r.sequence === highlight ? 'highlight' : '')}
           />
-          <${Pager} page=${page} more=${rows.data.length === COUNT} onPage=${setPage} label="Activity pages" />`
+          <${Pager} page=${page} more=${rows.data.length === COUNT} onPage=${setPage} label="Activity pages" shown=${rows.current ? rows.data.length : undefined} what="record" />`
       : null}
   </section>`;
 }

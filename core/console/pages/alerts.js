@@ -48,7 +48,7 @@ export function Alerts({ admin, id }) {
     ${alerts.loading && !alerts.data ? html`<${Loading} />` : null}
     ${alerts.data
       ? html`<${Table} caption="Alerts" columns=${columns} rows=${alerts.data} empty="No alerts match these filters." />
-          <${Pager} page=${page} more=${alerts.data.length === COUNT} onPage=${setPage} label="Alert pages" />`
+          <${Pager} page=${page} more=${alerts.data.length === COUNT} onPage=${setPage} label="Alert pages" shown=${alerts.current ? alerts.data.length : undefined} what="alert" />`
       : null}
   </section>`;
 }

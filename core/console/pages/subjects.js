@@ -24,6 +24,8 @@ export function Subjects() {
   const [attribute, setAttribute] = useState('');
   const [value, setValue] = useState('');
   const [found, setFound] = useState();
+  // What a search found, for a screen reader: the results appear below the form without a word.
+  const [said, setSaid] = useState('');
   const [error, setError] = useState();
   const [page, setPage] = useState(0);
   const list = useLoad(() => get('/datasubjects', { page, count: COUNT }), [page]);
@@ -41,6 +43,7 @@ export function Subjects() {
     e.preventDefault();
     setError(undefined);
     setFound(undefined);
+    setSaid('');
     // The vault ignores a value on an attribute it keeps no blind index for: say so, rather
     // than report that no subject holds the value.
     if (definitions.data && !paths.includes(attribute.trim())) {
@@ -56,6 +59,11 @@ export function Subjects() {
       // (page SEARCH_LIMIT of one point each is the one right after the read).
       const cut = points.length === SEARCH_LIMIT && (await search({ values: [{ attribute: attribute.trim(), value }] }, SEARCH_LIMIT, 1)).length > 0;
       setFound({ subjects: [...subjects].map(([id, attributes]) => ({ id, attributes: [...new Set(attributes)] })), cut });
+      const n = subjects.size;
+      setSaid(
+        (n ? `${n} subject${n === 1 ? ' holds' : 's hold'} this value.` : 'No subject holds this value (or you may not see the attribute).') +
+          (cut ? ` Only the first ${SEARCH_LIMIT} points holding it were read: more hold it.` : ''),
+      );
     } catch (err) {
       setError(err);
     }
@@ -75,6 +83,7 @@ export function Subjects() {
         <datalist id="indexed-paths">${paths.map((p) => html`<option value=${p} />`)}</datalist>
         <${TextInput} id="s-value" label="Value" value=${value} onInput=${setValue} required autocomplete="off" hint="Matched through the blind index: the vault decrypts nothing" />
         <button type="submit" class="primary" disabled=${!attribute.trim() || value === ''}>Search</button>
+        <p class="sr-only" role="status">${said}</p>
       </form>
     </div>
     <${ErrorBox} error=${error} id="search-error" />
@@ -107,7 +116,7 @@ export function Subjects() {
               rows=${list.data}
               empty="No data subjects yet."
             />
-            <${Pager} page=${page} more=${list.data.length === COUNT} onPage=${setPage} label="Subject pages" />`
+            <${Pager} page=${page} more=${list.data.length === COUNT} onPage=${setPage} label="Subject pages" shown=${list.current ? list.data.length : undefined} what="subject" />`
         : null}
     </section>
   </section>`;
