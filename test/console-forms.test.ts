@@ -101,6 +101,8 @@ test.serial('the activity log is filtered by an application chosen by name, or b
   };
 
   const application = page.getByLabel('Application', { exact: true });
+  // The names arrive after the page: until then the filter is a field for an id.
+  await application.locator('option', { hasText: 'billing' }).waitFor({ state: 'attached' });
   const names = [admin.name, 'billing'].sort((a, b) => a.localeCompare(b, 'en'));
   t.deepEqual(await application.locator('option').allInnerTexts(), ['(any)', ...names, 'Another, by id…']);
   await application.selectOption({ label: 'billing' });
