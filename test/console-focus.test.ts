@@ -11,6 +11,7 @@ import { callVault } from '../core/src/testing/process.js';
 import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
 
 // Browser globals for the functions page.evaluate runs in the page (the project's types are Node's).
+declare function getComputedStyle(e: unknown): { borderTopColor: string };
 declare const document: {
   activeElement: { tagName: string; id: string; textContent: string | null; getAttribute(n: string): string | null } | null;
   documentElement: { clientWidth: number; scrollWidth: number };
@@ -209,4 +210,43 @@ test.serial('filtering the activity log or the alerts says how many are shown, b
   await press('Apply filters');
   await page.getByText('No alerts match these filters.').waitFor();
   t.is(await alertPages.textContent(), 'Page 1, no alerts shown', 'none: said too');
+});
+
+/**
+ * In the page, as text (tsx would wrap named functions in a helper the page lacks): the
+ * contrast of a field's border against what is behind the field. The border is what shows an
+ * empty field is there at all (WCAG 1.4.11 asks 3:1).
+ */
+const BORDER_CONTRAST = `globalThis.borderContrast = function (e) {
+  var rgb = function (c) { return (c.match(/[\\d.]+/g) || []).map(Number); };
+  var lum = function (c) {
+    var v = rgb(c).slice(0, 3).map(function (x) { x = x / 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+  };
+  var behind = 'rgb(255, 255, 255)';
+  for (var p = e.parentElement; p; p = p.parentElement) {
+    var bg = getComputedStyle(p).backgroundColor;
+    if (rgb(bg)[3] !== 0) { behind = bg; break; }
+  }
+  var a = lum(getComputedStyle(e).borderTopColor), b = lum(behind);
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+};`;
+
+test.serial("every field's border stands out 3:1 against the card it is on", async (t) => {
+  for (const [hash, heading] of [
+    ['subjects', 'Data subjects'],
+    ['activity', 'Activity log'],
+    ['registry', 'Registry'],
+    ['rules/new', 'New rule'],
+  ]) {
+    await session.go(hash, heading);
+    await page.evaluate(BORDER_CONTRAST);
+    const faint = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('main input:not([type="checkbox"]):not([type="file"]), main select, main textarea'))
+        .map((e) => ({ id: (e as unknown as { id: string }).id, contrast: (globalThis as unknown as { borderContrast(e: unknown): number }).borderContrast(e) }))
+        .filter((f) => f.contrast < 3)
+        .map((f) => `${f.id} ${f.contrast.toFixed(2)}:1`),
+    );
+    t.deepEqual(faint, [], `${hash}: fields whose border is too faint to find`);
+  }
 });
