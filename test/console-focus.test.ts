@@ -250,3 +250,15 @@ test.serial("every field's border stands out 3:1 against the card it is on", asy
     t.deepEqual(faint, [], `${hash}: fields whose border is too faint to find`);
   }
 });
+
+test.serial('a refused sign-in by keyboard leaves the focus on the Sign in button, and the refusal is said', async (t) => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').fill('not-a-key');
+  await press('Sign in');
+  await page.getByRole('alert').filter({ hasText: '401' }).waitFor();
+  t.is(await focused('button Sign in'), 'button Sign in', 'disabled while it checked, the button has the focus back');
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await press('Sign in');
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  t.is(await focused('h1 Overview'), 'h1 Overview');
+});

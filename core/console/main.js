@@ -2,7 +2,7 @@
 // value or a key, so nothing secret reaches the address bar, history or a Referer.
 import { html, render, useEffect, useState } from './lib.js';
 import { api, ApiError, onUnauthorized, session } from './api.js';
-import { documentTitle, ErrorBox, PageTitle } from './ui.js';
+import { documentTitle, ErrorBox, keepFocusNear, PageTitle } from './ui.js';
 import { Overview } from './pages/overview.js';
 import { Subjects, Subject } from './pages/subjects.js';
 import { Activity } from './pages/activity.js';
@@ -69,11 +69,15 @@ function SignIn({ onSignedIn, onUnknown, reason }) {
   useEffect(() => documentTitle('Sign in'), []);
   const submit = async (e) => {
     e.preventDefault();
+    // The button is disabled while the key is checked, which drops its focus: back after a
+    // refusal; signed in, the page's heading takes it.
+    const stopKeeping = keepFocusNear(document.activeElement);
     setBusy(true);
     setError(undefined);
     try {
       const me = await api('GET', '/applications/me', { apiKey: key.trim() });
       session.signIn(key.trim());
+      stopKeeping();
       onSignedIn(whoFrom(me.data));
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return setError(err);

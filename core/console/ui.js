@@ -250,11 +250,11 @@ const WATCH_MS = 120_000;
  * else of the previous one; else the list, or the "nothing here" that took its place; else
  * what replaced the control; else the heading of its section; and again should that go too.
  * A control only disabled while the work runs (the browser drops its focus) has it back once
- * it can be used again. The user moving the focus, or clicking, ends the watch; a control
- * that stays (a refused delete) keeps it.
+ * it can be used again. The user moving the focus, or clicking, ends the watch, as does the
+ * function returned; a control that stays (a refused delete) keeps it.
  */
 export function keepFocusNear(control) {
-  if (!control || control === document.body) return;
+  if (!control || control === document.body) return () => {};
   const row = control.closest('tr, li');
   const list = row?.parentElement;
   const index = row ? [...list.children].indexOf(row) : -1;
@@ -292,6 +292,7 @@ export function keepFocusNear(control) {
     removeEventListener('hashchange', stop);
   }
   observer.observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled'] });
+  return stop;
 }
 
 /** An onClick that runs `handler` and keeps the focus near the button pressed (`keepFocusNear`). */
