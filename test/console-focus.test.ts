@@ -262,3 +262,18 @@ test.serial('a refused sign-in by keyboard leaves the focus on the Sign in butto
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
   t.is(await focused('h1 Overview'), 'h1 Overview');
 });
+
+test.serial('Verify chain says the chain is intact in a live region that was there before the press', async (t) => {
+  await session.go('activity', 'Activity log');
+  // Every live region the page holds before the press is marked: the answer must come into one of them.
+  await page.locator('[role="status"]').evaluateAll((all) => all.forEach((e) => ((e as unknown as { dataset: Record<string, string> }).dataset.before = 'yes')));
+  await press('Verify chain');
+  const intact = page.locator('[data-chain="valid"]');
+  await intact.waitFor();
+  t.is(await intact.locator('xpath=ancestor-or-self::*[@role="status"][1]').getAttribute('data-before'), 'yes');
+  t.is(await focused('button Verify chain'), 'button Verify chain');
+  // Pressed again, it is said again: the region is emptied first, then filled.
+  await press('Verify chain');
+  await intact.waitFor();
+  t.is(await intact.locator('xpath=ancestor-or-self::*[@role="status"][1]').getAttribute('data-before'), 'yes');
+});

@@ -1,7 +1,7 @@
 import { html, useState } from '../lib.js';
 import { get, getAll } from '../api.js';
 import { clip, ErrorBox, Field, localToIso, Loading, Notice, PageTitle, Pager, RangeWarning, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
-import { ChainState } from './chain.js';
+import { chainIntact, ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
 export function useApplicationNames(admin) {
@@ -224,6 +224,8 @@ export function Activity({ admin, id }) {
     setVersion((v) => v + 1);
   };
 
+  // An intact chain comes into a live region already in the page, or a screen reader would
+  // mostly not say it (a broken one is an alert, which is said as it arrives).
   return html`<section>
     <${PageTitle} sub="Every read, store, update and delete, and every change to access, holds, tags, rules, the registry and the keys, hash-chained so that tampering shows.">Activity log</${PageTitle}>
     <form class="card filters" onSubmit=${apply} aria-label="Activity filters">
@@ -262,7 +264,8 @@ export function Activity({ admin, id }) {
     </form>
     <${ErrorBox} error=${error} admin=${!admin} id="activity-error" />
     <${Notice}>${status}</${Notice}>
-    ${chain ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
+    <div role="status">${chainIntact(chain) ? html`<div class="card"><${ChainState} result=${chain} live=${false} /></div>` : null}</div>
+    ${chain && !chainIntact(chain) ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
     ${filters.toSequence
       ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}${
           // Said in words, not by the row's colour alone (WCAG 1.4.1).

@@ -1,7 +1,13 @@
 import { html } from '../lib.js';
 
-/** What `GET /activity/verify` found, in words. */
-export function ChainState({ result, onShow }) {
+/** Every record verifies, and the kept head, if one was given, is among them. */
+export const chainIntact = (result) => Boolean(result?.valid) && !(result.headMatches === false && result.firstBrokenSequence === undefined);
+
+/**
+ * What `GET /activity/verify` found, in words. An intact chain is a status; `live={false}`
+ * leaves that to a live region around it, which is in the page before the answer.
+ */
+export function ChainState({ result, onShow, live = true }) {
   if (!result) return null;
   // Every record verifies, yet the head kept outside the database is not among them.
   if (result.headMatches === false && result.firstBrokenSequence === undefined) {
@@ -12,7 +18,7 @@ export function ChainState({ result, onShow }) {
     </div>`;
   }
   if (result.valid) {
-    return html`<div class="chain ok" role="status" data-chain="valid">
+    return html`<div class="chain ok" role=${live ? 'status' : undefined} data-chain="valid">
       <strong>✓ Chain intact</strong>
       <p>${result.records} sealed record${result.records === 1 ? '' : 's'} verified${result.unsealed ? `, ${result.unsealed} awaiting sealing` : ''}.</p>
       ${result.headMatches ? html`<p><strong>✓ The kept head matches</strong>: the log still holds that record unchanged.</p>` : null}
