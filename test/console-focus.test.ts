@@ -277,3 +277,46 @@ test.serial('Verify chain says the chain is intact in a live region that was the
   await intact.waitFor();
   t.is(await intact.locator('xpath=ancestor-or-self::*[@role="status"][1]').getAttribute('data-before'), 'yes');
 });
+
+declare const window: { inserted: string[] };
+/** From now on, every status region put into the page, with the text it came with. */
+async function watchStatusInsertions(): Promise<void> {
+  await page.evaluate(() => {
+    window.inserted = [];
+    type Node = { nodeType: number; textContent: string | null; getAttribute(n: string): string | null; querySelectorAll(s: string): ArrayLike<Node> };
+    new (globalThis as unknown as { MutationObserver: new (f: (ms: { addedNodes: ArrayLike<Node> }[]) => void) => { observe(n: unknown, o: unknown): void } }).MutationObserver((changes) => {
+      for (const change of changes)
+        for (const node of Array.from(change.addedNodes))
+          if (node.nodeType === 1) for (const e of [node, ...Array.from(node.querySelectorAll('[role="status"]'))]) if (e.getAttribute('role') === 'status') window.inserted.push(e.textContent ?? '');
+    }).observe(document, { childList: true, subtree: true });
+  });
+}
+/** The status regions that arrived already holding their message: a screen reader mostly says nothing of them. */
+const arrivedWithText = async () => (await page.evaluate(() => window.inserted)).filter((text) => text.trim() !== '');
+
+test.serial("a rule created is said on the new rule's page, in a live region that arrives empty", async (t) => {
+  await session.go('rules/new', 'New rule');
+  await watchStatusInsertions();
+  await page.getByLabel('Key', { exact: true }).fill('focus-created');
+  await press('Create rule');
+  await page.getByRole('heading', { level: 1, name: 'Rule focus-created' }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'Rule created' }).waitFor();
+  t.is(await focused('h1 Rule focus-created'), 'h1 Rule focus-created');
+  t.deepEqual(await arrivedWithText(), [], 'no live region arrived with its message');
+});
+
+test.serial('a filter From later than To says so in a live region that was there before', async (t) => {
+  for (const [hash, heading, from, to] of [
+    ['alerts', 'Alerts', 'From (UTC)', 'To (UTC)'],
+    ['activity', 'Activity log', 'From (UTC)', 'To (UTC)'],
+  ]) {
+    await session.go(hash, heading);
+    await page.locator('.table-wrap').first().waitFor();
+    await watchStatusInsertions();
+    await page.getByLabel(from).fill('2030-01-02T00:00');
+    await page.getByLabel(to).fill('2030-01-01T00:00');
+    await press('Apply filters');
+    await page.getByRole('status').filter({ hasText: 'From is later than To' }).waitFor();
+    t.deepEqual(await arrivedWithText(), [], `${hash}: no live region arrived with its message`);
+  }
+});

@@ -378,9 +378,12 @@ export function download(name, type, content) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-/** Said over a list filtered From a time later than To: otherwise it looks as if nothing happened. */
+/**
+ * Said over a list filtered From a time later than To: otherwise it looks as if nothing
+ * happened. Its live region stays in the page, empty, so that the warning is read out.
+ */
 export function RangeWarning({ from, to, what = 'record' }) {
-  return from && to && from > to ? html`<${Notice} kind="warn">From is later than To: no ${what} can match.</${Notice}>` : null;
+  return html`<${Notice} kind="warn">${from && to && from > to ? `From is later than To: no ${what} can match.` : null}</${Notice}>`;
 }
 
 /** `<input type=datetime-local>` (taken as UTC) to ISO 8601. */

@@ -266,12 +266,12 @@ export function Activity({ admin, id }) {
     <${Notice}>${status}</${Notice}>
     <div role="status">${chainIntact(chain) ? html`<div class="card"><${ChainState} result=${chain} live=${false} /></div>` : null}</div>
     ${chain && !chainIntact(chain) ? html`<div class="card"><${ChainState} result=${chain} onShow=${show} /></div>` : null}
-    ${filters.toSequence
-      ? html`<${Notice}>Showing records #${filters.fromSequence} to #${filters.toSequence}${
+    <${Notice}>${filters.toSequence
+      ? html`Showing records #${filters.fromSequence} to #${filters.toSequence}${
           // Said in words, not by the row's colour alone (WCAG 1.4.1).
           highlight === filters.toSequence ? `: #${highlight} is the first that does not verify (highlighted)${filters.fromSequence < highlight ? `, #${filters.fromSequence} the record before it` : ''}` : ''
-        }. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button></${Notice}>`
-      : null}
+        }. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button>`
+      : null}</${Notice}>
     <${RangeWarning} from=${filters.from} to=${filters.to} />
     <${ErrorBox} error=${rows.error} admin=${!admin} />
     ${rows.loading && !rows.data ? html`<${Loading} />` : null}

@@ -51,11 +51,17 @@ export function RuleEditor({ id, admin }) {
   const [json, setJson] = useState(isNew ? JSON.stringify(NEW_RULE, null, 2) : '');
   const [jsonError, setJsonError] = useState();
   const [error, setError] = useState();
-  const [notice, setNotice] = useState(() => {
-    const carried = createdNotice;
+  const [notice, setNotice] = useState();
+  // Put into the form's live region once the form (and the region) is drawn, not with it: a
+  // region that arrives with its message is mostly not read out.
+  const [carried] = useState(() => {
+    const taken = createdNotice;
     createdNotice = undefined;
-    return carried;
+    return taken;
   });
+  useEffect(() => {
+    if (rule && carried) setNotice(carried);
+  }, [Boolean(rule)]);
   const [loadError, setLoadError] = useState();
   const [deleted, setDeleted] = useState(false);
 
