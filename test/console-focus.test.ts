@@ -257,6 +257,11 @@ test.serial('a refused sign-in by keyboard leaves the focus on the Sign in butto
   await press('Sign in');
   await page.getByRole('alert').filter({ hasText: '401' }).waitFor();
   t.is(await focused('button Sign in'), 'button Sign in', 'disabled while it checked, the button has the focus back');
+  // The refusal is the key's: the field is marked invalid and described by it.
+  const keyField = page.getByLabel('API key');
+  t.is(await keyField.getAttribute('aria-invalid'), 'true');
+  const describedBy = (await keyField.getAttribute('aria-describedby')) ?? '';
+  t.true(describedBy.split(' ').includes((await page.getByRole('alert').filter({ hasText: '401' }).getAttribute('id')) ?? '-'), describedBy);
   await page.getByLabel('API key').fill(session.vault.adminKey);
   await press('Sign in');
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
@@ -319,4 +324,34 @@ test.serial('a filter From later than To says so in a live region that was there
     await page.getByRole('status').filter({ hasText: 'From is later than To' }).waitFor();
     t.deepEqual(await arrivedWithText(), [], `${hash}: no live region arrived with its message`);
   }
+});
+
+test.serial('signed out, or the key no longer accepted, the focus is on the API key field and the reason is read out with it', async (t) => {
+  await session.go('subjects', 'Data subjects');
+  await press('Sign out');
+  await page.getByLabel('API key').waitFor();
+  t.is(await page.evaluate(() => document.activeElement?.id), 'api-key');
+  const reason = async () => {
+    const ids = ((await page.getByLabel('API key').getAttribute('aria-describedby')) ?? '').split(' ').filter(Boolean);
+    return (await Promise.all(ids.map((id) => page.locator(`[id="${id}"]`).textContent()))).join(' ').trim();
+  };
+  t.is(await reason(), 'Signed out.');
+
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await press('Sign in');
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  // The key revoked while the officer works: the next request is refused.
+  await page.route('**/datasubjects?*', (route) => route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ message: 'Unauthorized' }) }));
+  try {
+    await page.getByRole('link', { name: 'Data subjects' }).first().focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('API key').waitFor();
+    t.is(await page.evaluate(() => document.activeElement?.id), 'api-key');
+    t.is(await reason(), 'The vault no longer accepts this API key. Sign in again.');
+  } finally {
+    await page.unroute('**/datasubjects?*');
+  }
+  await page.getByLabel('API key').fill(session.vault.adminKey);
+  await press('Sign in');
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
 });

@@ -1,6 +1,6 @@
 // The console's shell: sign-in, navigation and hash routing. Routes carry ids only, never a
 // value or a key, so nothing secret reaches the address bar, history or a Referer.
-import { html, render, useEffect, useState } from './lib.js';
+import { html, render, useEffect, useRef, useState } from './lib.js';
 import { api, ApiError, onUnauthorized, session } from './api.js';
 import { documentTitle, ErrorBox, keepFocusNear, PageTitle } from './ui.js';
 import { Overview } from './pages/overview.js';
@@ -66,7 +66,13 @@ function SignIn({ onSignedIn, onUnknown, reason }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState();
   const [busy, setBusy] = useState(false);
+  const keyField = useRef();
   useEffect(() => documentTitle('Sign in'), []);
+  // Signed out, by the officer or because the key is no longer accepted: the focus was on what
+  // is gone. It goes to the key, which the reason describes, so that a screen reader says why.
+  useEffect(() => {
+    if (reason) keyField.current?.focus();
+  }, []);
   const submit = async (e) => {
     e.preventDefault();
     // The button is disabled while the key is checked, which drops its focus: back after a
@@ -92,12 +98,13 @@ function SignIn({ onSignedIn, onUnknown, reason }) {
     <form class="card" onSubmit=${submit} aria-labelledby="signin-title">
       <h1 id="signin-title">Vault console</h1>
       <p class="muted">Sign in with an application's API key. It is kept for this browser tab only and forgotten when you sign out or close it.</p>
-      ${reason ? html`<p class="notice warn" role="status">${reason}</p>` : null}
+      ${reason ? html`<p class="notice warn" role="status" id="signin-reason">${reason}</p>` : null}
       <div class="field">
         <label for="api-key">API key</label>
-        <input id="api-key" type="password" autocomplete="off" spellcheck="false" required value=${key} onInput=${(e) => setKey(e.currentTarget.value)} />
+        <input id="api-key" ref=${keyField} type="password" autocomplete="off" spellcheck="false" required value=${key} onInput=${(e) => setKey(e.currentTarget.value)}
+          aria-invalid=${error ? 'true' : undefined} aria-describedby=${[error && 'signin-error', reason && 'signin-reason'].filter(Boolean).join(' ') || undefined} />
       </div>
-      <${ErrorBox} error=${error} />
+      <${ErrorBox} error=${error} id="signin-error" />
       <button type="submit" class="primary" disabled=${busy || !key.trim()}>${busy ? 'Signing in…' : 'Sign in'}</button>
     </form>
   </main>`;
