@@ -355,3 +355,27 @@ test.serial('signed out, or the key no longer accepted, the focus is on the API 
   await press('Sign in');
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
 });
+
+test.serial('in forced colours (Windows High Contrast) only the selected registry tab is underlined, and the current page stands out', async (t) => {
+  await page.emulateMedia({ forcedColors: 'active' });
+  try {
+    await session.go('registry', 'Registry');
+    const underline = (name: string) =>
+      page.getByRole('tab', { name }).evaluate((e) => {
+        const style = getComputedStyle(e) as unknown as { borderBottomColor: string; borderBottomWidth: string; backgroundColor: string };
+        // What is behind the tab: its own background, or the page's.
+        const behind = getComputedStyle((e as unknown as { parentElement: unknown }).parentElement) as unknown as { backgroundColor: string };
+        const back = /rgba\(.*, 0\)|transparent/.test(style.backgroundColor) ? behind.backgroundColor : style.backgroundColor;
+        return parseFloat(style.borderBottomWidth) > 0 && style.borderBottomColor !== back && !/rgba\(.*, 0\)/.test(style.borderBottomColor);
+      });
+    t.true(await underline('Attribute definitions'), 'the selected tab');
+    t.deepEqual(await Promise.all(['Entity types', 'Tags', 'Regulations'].map(underline)), [false, false, false], 'no other');
+    const current = await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Registry' }).evaluate((e) => {
+      const style = getComputedStyle(e) as unknown as { textDecorationLine: string; outlineStyle: string; borderLeftStyle: string };
+      return style.textDecorationLine.includes('underline') || style.outlineStyle !== 'none' || style.borderLeftStyle !== 'none';
+    });
+    t.true(current, 'the current page is marked by more than its weight');
+  } finally {
+    await page.emulateMedia({ forcedColors: 'none' });
+  }
+});
