@@ -5,6 +5,8 @@
  * reader would say nothing at all). Also: a refusal tied to its field, and the smallest
  * window WCAG 1.4.10 asks for (320 px) showing every cell whole.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import type { Page } from 'playwright-core';
 import { callVault } from '../core/src/testing/process.js';
@@ -378,4 +380,21 @@ test.serial('in forced colours (Windows High Contrast) only the selected registr
   } finally {
     await page.emulateMedia({ forcedColors: 'none' });
   }
+});
+
+test.serial('a key file that is no private key marks the file field invalid and is read out with it', async (t) => {
+  await session.go('subjects/focus-6', 'Subject focus-6');
+  const file = join(session.dataDir, 'public.pem');
+  writeFileSync(file, session.vault.keys.publicPem);
+  await page.getByLabel('Private key file').setInputFiles(file);
+  await press('Reveal values');
+  const alert = page.getByRole('alert').filter({ hasText: 'This is a public key' });
+  await alert.waitFor();
+  const field = page.getByLabel('Private key file');
+  t.is(await field.getAttribute('aria-invalid'), 'true');
+  t.true(((await field.getAttribute('aria-describedby')) ?? '').split(' ').includes((await alert.getAttribute('id')) ?? '-'));
+  await field.setInputFiles(session.keyFile);
+  await press('Reveal values');
+  await page.getByRole('status').filter({ hasText: 'Revealed 1 value' }).waitFor();
+  t.is(await field.getAttribute('aria-invalid'), null, 'the right key: no longer invalid');
 });

@@ -78,7 +78,10 @@ export function Subject({ id, admin, allAttributes }) {
 
   const reveal = () =>
     act('reveal', async () => {
-      const header = await keyFileToHeader(keyFile);
+      // Refused in the browser, the file is at fault: the field is marked and described by why.
+      const header = await keyFileToHeader(keyFile).catch((err) => {
+        throw Object.assign(err, { field: 'key-file' });
+      });
       let read;
       try {
         read = (await api('GET', `/datasubjects/${seg(id)}/attributes`, { headers: { 'x-decryption-key': header } })).data;
@@ -316,7 +319,7 @@ export function Subject({ id, admin, allAttributes }) {
           <div><dt>Created</dt><dd>${when(subject.data.created)}</dd></div>
         </dl>`
       : null}
-    <${ErrorBox} error=${error} admin=${!admin} intoView />
+    <${ErrorBox} error=${error} admin=${!admin} intoView id="subject-error" />
     <${Notice} kind=${notice?.kind} intoView>${notice?.text ?? notice}</${Notice}>
 
     <section class="card" aria-labelledby="points">
@@ -324,7 +327,8 @@ export function Subject({ id, admin, allAttributes }) {
       <div class="toolbar">
         <div class="field inline">
           <label for="key-file">Private key file</label>
-          <input id="key-file" ref=${keyInput} type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])} />
+          <input id="key-file" ref=${keyInput} type="file" accept=".pem,.key,.txt,application/x-pem-file" onChange=${(e) => setKeyFile(e.currentTarget.files?.[0])}
+            aria-invalid=${error?.field === 'key-file' ? 'true' : undefined} aria-describedby=${error?.field === 'key-file' ? 'subject-error' : undefined} />
         </div>
         <button type="button" class="primary" ref=${revealButton} disabled=${!keyFile || busy} onClick=${keepingFocus(reveal)}>Reveal values</button>
         ${values ? html`<button type="button" onClick=${keepingFocus(hide)}>Hide values</button>` : null}
