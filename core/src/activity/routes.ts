@@ -61,15 +61,25 @@ export const activityEntrySchema = {
     sealed: { type: 'boolean', description: 'Whether the record is chained yet (it is within about a second)' },
     hash: { type: 'string', description: 'SHA-256 over the previous record’s hash and this record; absent until sealed' },
     change: {
-      type: 'object',
       description: 'A `CHANGE` record’s administrative change: an application’s access or key, a legal hold or a purge, a rule, the registry. Never a key',
-      properties: {
-        target: { type: 'string', enum: CHANGE_TARGETS },
-        id: { type: 'string', description: 'The application’s or entity’s id; the rule’s, attribute’s, entity type’s or regulation’s key; the tag’s name' },
-        action: { type: 'string', enum: CHANGE_ACTIONS },
-        fields: { type: 'object', additionalProperties: true, description: 'The values the change set' },
-        rule: { type: 'string', description: 'The rule whose action made the change, when a rule did' },
-      },
+      // A record altered outside the vault may hold any object: the first form that fits is
+      // answered, so such a one is shown as stored rather than bent into the vault's shape
+      // (the serialiser writes a null string as "" and drops members a schema does not name).
+      anyOf: [
+        {
+          type: 'object',
+          required: ['target', 'id', 'action'],
+          additionalProperties: false,
+          properties: {
+            target: { type: 'string', enum: CHANGE_TARGETS },
+            id: { type: 'string', description: 'The application’s or entity’s id; the rule’s, attribute’s, entity type’s or regulation’s key; the tag’s name' },
+            action: { type: 'string', enum: CHANGE_ACTIONS },
+            fields: { type: 'object', additionalProperties: true, description: 'The values the change set' },
+            rule: { type: 'string', description: 'The rule whose action made the change, when a rule did' },
+          },
+        },
+        { type: 'object', additionalProperties: true, description: 'The column of a record altered outside the vault, as it holds it (verification reports the record)' },
+      ],
     },
   },
 } as const;

@@ -71,3 +71,32 @@ test('a record whose JSON columns were overwritten with anything still lists, an
   t.is(byPoint.status, 200);
   t.like(byPoint.body.data, [{ sequence: 5, eventId: 'evt-3' }]);
 });
+
+/**
+ * The column holds JSON, but not a change the vault writes: the auditor must read exactly
+ * what is stored there. The answer's serialiser wrote a null `target` as "", the number 7 as
+ * "7", a null `fields` as {}, and dropped members the schema does not name.
+ */
+test('a change overwritten with JSON of other types and members is listed exactly as stored', async (t) => {
+  const v = await startTestVault();
+  t.teardown(() => v.close());
+  // Records 1 and 2: CHANGE records of the two definitions.
+  await defineAttribute(v, unique('EMAIL'));
+  await defineAttribute(v, unique('PHONE'));
+  t.like((await v.request('GET', '/activity/verify')).body.data, { valid: true, records: 2 });
+  await dropActivityGuards(v);
+  const forged = [
+    { target: null, id: 7, action: 5, fields: null, rule: false, by: 'insider' },
+    { target: 'rule', id: 'r-1', action: 'update', fields: [1, 2] },
+  ];
+  for (const [i, change] of forged.entries()) {
+    await v.vault.db.updateTable('activity_log').set({ change: JSON.stringify(change) }).where('sequence', '=', i + 1).execute();
+  }
+  const listed = await v.request('GET', '/activity', { query: { eventType: 'CHANGE' } });
+  t.is(listed.status, 200);
+  t.deepEqual(
+    listed.body.data.map((e: { change: unknown }) => e.change),
+    forged,
+  );
+  t.like((await v.request('GET', '/activity/verify')).body.data, { valid: false, firstBrokenSequence: 1 });
+});

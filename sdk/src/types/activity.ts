@@ -154,7 +154,11 @@ export interface ActivityRecord {
   sealed: boolean;
   /** SHA-256 over the previous record's hash and this record; absent until sealed. */
   hash?: string;
-  /** For a `CHANGE` record: what was changed, and by which rule if a rule did it. */
+  /**
+   * For a `CHANGE` record: what was changed, and by which rule if a rule did it. A record
+   * altered outside the vault (which `activity.verify` reports) holds whatever object was
+   * written there, answered as it is.
+   */
   change?: AdministrativeChange;
 }
 
