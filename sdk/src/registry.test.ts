@@ -160,8 +160,13 @@ test('attribute definitions: save, list, get, delete and every error', async (t)
   t.deepEqual(saved.regulations, [regulation]);
   t.deepEqual(saved.entityTypes, []);
 
+  // null clears the name and the hint (left out, they are kept), as the vault answers them.
+  const cleared = await v.admin.definitions.save({ key, name: null, hint: null });
+  t.like(cleared, { key, name: null, hint: null, repeatable: true });
+  await v.admin.definitions.save({ key, name: 'Postal address' });
+
   t.true((await v.admin.definitions.list()).some((d) => d.key === key));
-  t.like(await v.admin.definitions.get(key), { key, name: 'Postal address' });
+  t.like(await v.admin.definitions.get(key), { key, name: 'Postal address', hint: null });
   t.is(await v.admin.definitions.delete(key), 'Successfully Deleted Attribute');
   await apiError(t, v.admin.definitions.get(key), 404, 'No such attribute');
   await apiError(t, v.admin.definitions.delete(key), 404, 'Attribute not found');

@@ -11,8 +11,10 @@ export type AttributeSchema = PrimitiveSchema | { [subAttribute: string]: Attrib
 export interface AttributeDefinitionInput {
   /** Letters, digits and underscores. When only `name` is given, the key is the name. */
   key?: string;
-  name?: string;
-  hint?: string;
+  /** `null` clears it; left out, it is kept. */
+  name?: string | null;
+  /** `null` clears it; left out, it is kept. */
+  hint?: string | null;
   /** Default `string`. */
   schema?: AttributeSchema;
   repeatable?: boolean;
