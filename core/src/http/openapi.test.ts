@@ -164,6 +164,17 @@ test('every operation that takes a body has a JSON request schema and lists 400,
   t.true(rule.properties.action.oneOf.length >= 8, 'every action type is described');
 });
 
+test('a list constraint\'s operator is required in the document, as the vault requires it', async (t) => {
+  const rule = doc.paths['/rules'].post.requestBody.content['application/json'].schema;
+  const lists = rule.properties.constraint.oneOf.filter((variant: any) => variant.properties.operator);
+  t.true(lists.length >= 5, 'attribute, tag, regulation, geolocation and application constraints take an operator');
+  for (const variant of lists) t.true(variant.required.includes('operator'), `${variant.properties.type.enum.join('/')} requires operator`);
+  // A client generated from the document, leaving it out, is refused.
+  const res = await v.request('POST', '/rules', { body: { key: 'no-operator', constraint: { type: 'tag', tags: ['x'] }, action: { type: 'alert' } } });
+  t.is(res.status, 400);
+  t.is(res.body.message, 'Tag constraint operator must be specified as a string');
+});
+
 test('every operation with path or query parameters lists 400', (t) => {
   for (const { method, path, op } of operations()) {
     if ((op.parameters ?? []).some((p: any) => p.in === 'path' || p.in === 'query')) t.true(declared(op, 400), `${method} ${path}`);

@@ -22,14 +22,14 @@ const constraint = {
   description: 'A constraint: its `type` selects the members it takes. `all` and `any` nest up to 16 deep.',
   oneOf: [
     variant(['all', 'any'], { constraints: { type: 'array', items: { type: 'object', description: 'A constraint' } } }, ['constraints'], 'Every, or any, of the constraints holds.'),
-    variant('attribute', { operator: listOperator(['any', 'none']), attributes: names('Attribute keys; `KEY.sub` names a sub-attribute.') }, ['attributes'], 'Data and activity rules.'),
-    variant('tag', { operator: listOperator(['any', 'all', 'none']), tags: names('Tags of the point, its definition and its entity.') }, ['tags'], 'Data rules.'),
-    variant('regulation', { operator: listOperator(['any', 'all', 'none']), regulations: names('Regulation keys.') }, ['regulations'], 'Data rules.'),
+    variant('attribute', { operator: listOperator(['any', 'none']), attributes: names('Attribute keys; `KEY.sub` names a sub-attribute.') }, ['operator', 'attributes'], 'Data and activity rules.'),
+    variant('tag', { operator: listOperator(['any', 'all', 'none']), tags: names('Tags of the point, its definition and its entity.') }, ['operator', 'tags'], 'Data rules.'),
+    variant('regulation', { operator: listOperator(['any', 'all', 'none']), regulations: names('Regulation keys.') }, ['operator', 'regulations'], 'Data rules.'),
     variant(
       ['geolocation', 'geo'],
       { operator: listOperator(['any', 'none']), countries: names('ISO 3166-1 alpha-2 codes.'), subdivisions: names('ISO 3166-2 codes such as `US-CA`.') },
-      [],
-      'Data and activity rules.',
+      ['operator'],
+      'Data and activity rules; at least one country or subdivision.',
     ),
     variant('entityType', { entityTypes: names('Entity type keys.') }, ['entityTypes'], 'Data rules.'),
     variant(
@@ -39,7 +39,7 @@ const constraint = {
       'A value of the request being stored (data rules).',
     ),
     variant('sentiment', { threshold: { type: 'number', minimum: -1, maximum: 1 } }, ['threshold'], 'Text sentiment (data rules).'),
-    variant('application', { operator: listOperator(['any', 'none']), applications: names('The event’s `applicationId`.') }, ['applications'], 'Activity rules.'),
+    variant('application', { operator: listOperator(['any', 'none']), applications: names('The event’s `applicationId`.') }, ['operator', 'applications'], 'Activity rules.'),
     variant('eventType', { eventTypes: { type: 'array', items: { type: 'string', enum: [...EVENT_TYPES] } } }, ['eventTypes'], 'Activity rules.'),
   ],
 };
