@@ -72,6 +72,14 @@ test('every constraint and action type of the SDK is accepted and round-trips ex
     { type: 'activity', constraint: { type: 'eventType', eventTypes: ['READ', 'DELETE'] }, action: { type: 'alert', alertLevel: 'INFO', message: 'activity' } },
     { type: 'activity', constraint: { type: 'application', operator: 'none', applications: ['x'] }, action: { type: 'tag', tag: unique('t') } },
     { type: 'activity', constraint: { type: 'all', constraints: [scoped, { type: 'geolocation', operator: 'any', subdivisions: ['GB-LND'] }] }, action: { type: 'block' } },
+    // null stands for a member left out, and comes back as sent.
+    { type: null, constraint: { type: 'geolocation', operator: 'any', countries: null, subdivisions: ['US-CA'] }, action: { type: 'alert', alertLevel: null, message: null } },
+    { constraint: { type: 'user', attribute: ATTR, predicate: null, value: 'never' }, action: { type: 'tag', tag: unique('t'), status: null } },
+    { constraint: scoped, action: { type: 'entityTag', tag: unique('t'), status: null } },
+    { constraint: scoped, action: { type: 'block', message: null } },
+    { constraint: scoped, action: { type: 'prohibition', status: null, prohibitions: ['READ'] } },
+    { constraint: scoped, action: { type: 'legalHold', status: null } },
+    { constraint: scoped, action: { type: 'retention', expirationDate: null, daysSinceStore: null, daysSinceAccess: 3, autoDelete: null } },
   ];
   for (const [i, body] of rules.entries()) {
     const rule = { key: unique(`shape${i}`), ...body, executionOrder: 1000 + i } as RuleInput;

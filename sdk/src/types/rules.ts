@@ -1,4 +1,8 @@
-/** Rules: what they match (constraints), what they do (actions), and the rules themselves. */
+/**
+ * Rules: what they match (constraints), what they do (actions), and the rules themselves. An
+ * optional member may be sent as `null`, which the vault takes as left out; a rule is answered
+ * as it was sent, nulls included.
+ */
 
 import type { EventType, Timestamp } from './common.js';
 
@@ -31,9 +35,9 @@ export interface GeolocationConstraint {
   type: 'geolocation' | 'geo';
   operator: ListOperator;
   /** ISO 3166-1 two-letter codes, case-insensitive. At least one of the two lists. */
-  countries?: string[];
+  countries?: string[] | null;
   /** ISO 3166-2 hyphenated codes such as `US-CA`. */
-  subdivisions?: string[];
+  subdivisions?: string[] | null;
 }
 
 /** The entity is of one of these types. */
@@ -54,7 +58,7 @@ export interface EntityValueConstraint {
   /** Numbers for the numeric predicates, times for `before`/`after`, a comma-separated list for `in`/`nin`. */
   value: string | number | boolean;
   /** Default `eq`. */
-  predicate?: Predicate;
+  predicate?: Predicate | null;
 }
 
 /** Text values scored (offline) at or below `threshold`, from -1 (negative) to 1 (positive). */
@@ -112,8 +116,8 @@ export type AlertLevel = 'NORMAL' | 'INFO' | 'WARNING' | 'DANGER' | 'SUCCESS' | 
 export interface AlertAction {
   type: 'alert';
   /** Default `NORMAL`. */
-  alertLevel?: AlertLevel;
-  message?: string;
+  alertLevel?: AlertLevel | null;
+  message?: string | null;
 }
 
 /** Tags the stored point (data rules) or the event's point (activity rules). */
@@ -121,7 +125,7 @@ export interface TagAction {
   type: 'tag';
   tag: string;
   /** `false` removes the tag instead; default true. */
-  status?: boolean;
+  status?: boolean | null;
 }
 
 export interface RegulationAction {
@@ -133,35 +137,38 @@ export interface EntityTagAction {
   type: 'entityTag';
   tag: string;
   /** `false` removes the tag instead; default true. */
-  status?: boolean;
+  status?: boolean | null;
 }
 
 export interface BlockAction {
   type: 'block';
   /** The 403 message; default `The provided data could not be stored, as a rule disallows it`. */
-  message?: string;
+  message?: string | null;
 }
 
 /** Refuses these operations on the entity from then on (`status: false` lifts them). */
 export interface ProhibitionAction {
   type: 'prohibition';
-  status?: boolean;
+  status?: boolean | null;
   prohibitions: EventType[];
 }
 
 /** Puts the entity under legal hold (`status: false` releases it). */
 export interface LegalHoldAction {
   type: 'legalHold';
-  status?: boolean;
+  status?: boolean | null;
 }
 
 /** Expiry of the stored point; with `autoDelete`, expired points are removed. At least one of the three. */
 export interface RetentionAction {
   type: 'retention';
-  expirationDate?: Timestamp;
-  daysSinceStore?: number;
-  daysSinceRead?: number;
-  autoDelete?: boolean;
+  expirationDate?: Timestamp | null;
+  daysSinceStore?: number | null;
+  daysSinceRead?: number | null;
+  /** Alias of `daysSinceRead`. */
+  daysSinceAccess?: number | null;
+  /** Default false. */
+  autoDelete?: boolean | null;
 }
 
 export type RuleAction =
