@@ -1,7 +1,6 @@
 /**
  * InsertBatch and insertRows on the test database's dialect (the PostgreSQL pass sends each
- * batch as one statement of data-modifying CTEs; SQLite runs its inserts one after another,
- * each as a one-row statement run once per row: `each-row.ts`).
+ * batch as one statement of data-modifying CTEs; SQLite runs its inserts one after another).
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';

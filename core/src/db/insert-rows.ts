@@ -1,13 +1,10 @@
 /**
- * INSERTs of many rows from SQL text kept per shape. Every request writes rows (activity
- * records, data points, labels), and Kysely's builder spends more time turning many rows into
- * SQL than the database spends storing them. On PostgreSQL the rows go in multi-row
- * statements (each statement is a round trip); on SQLite as one-row statements run once per
- * row (`each-row.ts`).
+ * Multi-row INSERTs from SQL text kept per shape. Every request writes rows (activity records,
+ * data points, labels), and Kysely's builder spends more time turning many rows into SQL
+ * than the database spends storing them.
  */
 import { CompiledQuery, type Kysely } from 'kysely';
 import { THEN_COMMIT } from './connect.js';
-import { eachRowInsert } from './each-row.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -120,11 +117,6 @@ export async function insertValues(
   lastPrefix = '',
 ): Promise<void> {
   const width = columns.length;
-  if (dialect === 'sqlite') {
-    const text = cachedText(`sqlite:${table}:1:${columns.join(',')}`, () => insertSql(dialect, table, columns, 1));
-    await trx.executeQuery(eachRowInsert(CompiledQuery.raw(text, values as unknown[]), width));
-    return;
-  }
   for (let start = 0; start < values.length; start += INSERT_CHUNK * width) {
     const parameters = values.slice(start, start + INSERT_CHUNK * width);
     const rows = parameters.length / width;

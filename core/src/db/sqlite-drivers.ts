@@ -1,11 +1,10 @@
 /**
  * Kysely's SQLite driver, as the vault's two connections need it: the writer's transactions
- * (locks taken at BEGIN, a transaction SQLite ended by itself not run on without it, INSERTs of
- * many rows run row by row) and the reader's one shared connection.
+ * (locks taken at BEGIN, a transaction SQLite ended by itself not run on without it, reads run
+ * between them) and the reader's one shared connection.
  */
-import { CompiledQuery, SqliteAdapter, SqliteDialect, type DialectAdapter, SqliteDriver, type DatabaseConnection, type Driver, type QueryResult, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
+import { CompiledQuery, SqliteAdapter, SqliteDialect, type DialectAdapter, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase as SqliteDialectDatabase } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
-import { isEachRowInsert, type EachRowInsert } from './each-row.js';
 import type { WriterSnapshot } from './sqlite-reads.js';
 
 /**
@@ -62,22 +61,6 @@ class TransactionLostError extends Error {
   }
 }
 
-/**
- * Outside a transaction the rows get one of their own, so that they are all or nothing as the
- * one statement was; inside one, a failing row leaves it to the transaction (`each-row.ts`).
- */
-function eachRow(inner: DatabaseConnection, sqlite: SqliteDatabase.Database, query: EachRowInsert): Promise<QueryResult<never>> {
-  const { rowWidth, parameters } = query;
-  const insert = () => {
-    // Each run is synchronous (better-sqlite3), its promise already settled: a failing row
-    // throws here, before the next one runs.
-    for (let at = 0; at < parameters.length; at += rowWidth) void inner.executeQuery({ ...query, parameters: parameters.slice(at, at + rowWidth) });
-  };
-  if (sqlite.inTransaction) insert();
-  else sqlite.transaction(insert)();
-  return Promise.resolve({ rows: [], numAffectedRows: BigInt(parameters.length / rowWidth) });
-}
-
 class WriterDriver extends SqliteDriver {
   private transactionOpen = false;
   /** The last error a statement of the open transaction failed with. */
@@ -101,7 +84,7 @@ class WriterDriver extends SqliteDriver {
         // Kysely's SQLite connection fails synchronously (better-sqlite3 is), so no promise
         // is added to every statement's path to see its error.
         try {
-          return isEachRowInsert(query) ? (eachRow(inner, this.sqlite, query) as Promise<QueryResult<R>>) : inner.executeQuery<R>(query);
+          return inner.executeQuery<R>(query);
         } catch (err) {
           if (this.transactionOpen) this.failure = err;
           throw err;
