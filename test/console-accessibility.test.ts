@@ -15,7 +15,7 @@ import test, { type ExecutionContext } from 'ava';
 import Database from 'better-sqlite3';
 import type { Page, Route } from 'playwright-core';
 import { callVault } from '../core/src/testing/process.js';
-import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { contrastScript, openConsoleSession, type ConsoleSession } from './console-helpers.js';
 
 // Browser globals for the functions page.evaluate runs in the page (the project's types are Node's).
 declare const document: {
@@ -327,25 +327,7 @@ test.serial("an application's key, the vault unsure of it, and a narrow window h
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
-/**
- * In the page, as text (tsx would wrap named functions in a helper the page lacks): the
- * contrast of a control's focus ring, drawn outside it, against what is behind the control
- * (WCAG 1.4.11 asks 3:1).
- */
-const RING_CONTRAST = `globalThis.ringContrast = function (e) {
-  var rgb = function (c) { return (c.match(/[\\d.]+/g) || []).map(Number); };
-  var lum = function (c) {
-    var v = rgb(c).slice(0, 3).map(function (x) { x = x / 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
-    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
-  };
-  var behind = 'rgb(255, 255, 255)';
-  for (var p = e.parentElement; p; p = p.parentElement) {
-    var bg = getComputedStyle(p).backgroundColor;
-    if (rgb(bg)[3] !== 0) { behind = bg; break; }
-  }
-  var a = lum(getComputedStyle(e).outlineColor), b = lum(behind);
-  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-};`;
+const RING_CONTRAST = contrastScript('ringContrast', 'outlineColor');
 
 /**
  * Tab from the top of the page until the focus comes round again: every control that can be

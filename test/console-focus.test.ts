@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { Page } from 'playwright-core';
 import { callVault } from '../core/src/testing/process.js';
-import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { contrastScript, openConsoleSession, type ConsoleSession } from './console-helpers.js';
 
 // Browser globals for the functions page.evaluate runs in the page (the project's types are Node's).
 declare function getComputedStyle(e: unknown): { borderTopColor: string };
@@ -214,25 +214,7 @@ test.serial('filtering the activity log or the alerts says how many are shown, b
   t.is(await alertPages.textContent(), 'Page 1, no alerts shown', 'none: said too');
 });
 
-/**
- * In the page, as text (tsx would wrap named functions in a helper the page lacks): the
- * contrast of a field's border against what is behind the field. The border is what shows an
- * empty field is there at all (WCAG 1.4.11 asks 3:1).
- */
-const BORDER_CONTRAST = `globalThis.borderContrast = function (e) {
-  var rgb = function (c) { return (c.match(/[\\d.]+/g) || []).map(Number); };
-  var lum = function (c) {
-    var v = rgb(c).slice(0, 3).map(function (x) { x = x / 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
-    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
-  };
-  var behind = 'rgb(255, 255, 255)';
-  for (var p = e.parentElement; p; p = p.parentElement) {
-    var bg = getComputedStyle(p).backgroundColor;
-    if (rgb(bg)[3] !== 0) { behind = bg; break; }
-  }
-  var a = lum(getComputedStyle(e).borderTopColor), b = lum(behind);
-  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-};`;
+const BORDER_CONTRAST = contrastScript('borderContrast', 'borderTopColor');
 
 test.serial("every field's border stands out 3:1 against the card it is on", async (t) => {
   for (const [hash, heading] of [

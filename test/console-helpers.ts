@@ -85,3 +85,26 @@ export async function openConsoleSession(env: Record<string, string> = {}): Prom
   });
   return session;
 }
+
+/**
+ * A script for `page.evaluate`, as text (tsx would wrap named functions in a helper the page
+ * lacks): defines `globalThis.<name>(element)`, the contrast of the element's `property` colour
+ * (its border, its focus ring) against the first opaque background behind it. WCAG 1.4.11 asks
+ * 3:1 of what shows a control is there.
+ */
+export function contrastScript(name: string, property: 'borderTopColor' | 'outlineColor'): string {
+  return `globalThis.${name} = function (e) {
+  var rgb = function (c) { return (c.match(/[\\d.]+/g) || []).map(Number); };
+  var lum = function (c) {
+    var v = rgb(c).slice(0, 3).map(function (x) { x = x / 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+  };
+  var behind = 'rgb(255, 255, 255)';
+  for (var p = e.parentElement; p; p = p.parentElement) {
+    var bg = getComputedStyle(p).backgroundColor;
+    if (rgb(bg)[3] !== 0) { behind = bg; break; }
+  }
+  var a = lum(getComputedStyle(e).${property}), b = lum(behind);
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+};`;
+}
