@@ -36,3 +36,26 @@ test('retry values the client cannot use are a RangeError when it is made', (t) 
   }
   t.notThrows(() => new VaultClient({ url, apiKey, retry: { retries: 0, minDelayMs: 0, maxDelayMs: 0 } }).close());
 });
+
+test("the reporter's delays, limits and sizes the client cannot use are a RangeError when it is made", (t) => {
+  const c = new VaultClient({ url: 'http://127.0.0.1:8083', apiKey });
+  t.teardown(() => c.close());
+  for (const name of ['flushIntervalMs', 'closeTimeoutMs', 'retryForMs', 'minDelayMs', 'maxDelayMs'] as const) {
+    for (const value of [-1, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+      const err = t.throws(() => c.reporter({ [name]: value }), { instanceOf: RangeError }, `${name} ${value}`);
+      t.is(err?.message, `${name} must be a number of milliseconds, 0 or more`);
+    }
+  }
+  for (const name of ['batchSize', 'maxQueued'] as const) {
+    for (const value of [0, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      const err = t.throws(() => c.reporter({ [name]: value }), { instanceOf: RangeError }, `${name} ${value}`);
+      t.is(err?.message, `${name} must be a whole number, 1 or more`);
+    }
+  }
+  for (const value of [0, 1.5, Number.NaN]) {
+    const err = t.throws(() => c.reporter({ maxAttempts: value }), { instanceOf: RangeError }, `maxAttempts ${value}`);
+    t.is(err?.message, 'maxAttempts must be a whole number, 1 or more, or Infinity');
+  }
+  const unset: { flushIntervalMs?: number } = {};
+  t.notThrows(() => c.reporter({ flushIntervalMs: unset.flushIntervalMs, minDelayMs: 0, maxAttempts: Number.POSITIVE_INFINITY, batchSize: 1 }));
+});

@@ -140,7 +140,17 @@ export class Reporter {
     this.closeTimeoutMs = options.closeTimeoutMs ?? 20_000;
     this.maxAttempts = options.maxAttempts ?? Number.POSITIVE_INFINITY;
     this.retry = { retries: 0, minDelayMs: options.minDelayMs ?? 100, maxDelayMs: options.maxDelayMs ?? 5_000 };
-    if (!(this.batchSize >= 1)) throw new RangeError('batchSize must be at least 1');
+    // Refused here, not met later: a NaN delay would retry with no pause, a NaN limit never hold.
+    const delays = { flushIntervalMs: this.flushIntervalMs, closeTimeoutMs: this.closeTimeoutMs, retryForMs: this.retryForMs, ...this.retry };
+    for (const [name, delay] of Object.entries(delays)) {
+      if (name !== 'retries' && (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0)) throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
+    }
+    for (const [name, count] of Object.entries({ batchSize: this.batchSize, maxQueued: this.maxQueued })) {
+      if (!Number.isInteger(count) || count < 1) throw new RangeError(`${name} must be a whole number, 1 or more`);
+    }
+    if (this.maxAttempts !== Number.POSITIVE_INFINITY && (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1)) {
+      throw new RangeError('maxAttempts must be a whole number, 1 or more, or Infinity');
+    }
     this.onError =
       options.onError ??
       ((error, events) => process.emitWarning(`${events.length} activity event(s) not delivered: ${error.message}`, 'VaultReporterWarning'));
