@@ -1,6 +1,6 @@
 import { html, useState } from '../lib.js';
 import { get, getAll } from '../api.js';
-import { clip, ErrorBox, Field, localToIso, Loading, Notice, PageTitle, Pager, RangeWarning, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
+import { clip, ErrorBox, Field, keepingFocus, localToIso, Loading, Notice, PageTitle, Pager, RangeWarning, Select, subjectLink, Table, TextInput, download, fileName, useLoad, when } from '../ui.js';
 import { chainIntact, ChainState } from './chain.js';
 
 /** Application names by id, for admins (others may not list applications and see ids). */
@@ -270,7 +270,7 @@ export function Activity({ admin, id }) {
       ? html`Showing records #${filters.fromSequence} to #${filters.toSequence}${
           // Said in words, not by the row's colour alone (WCAG 1.4.1).
           highlight === filters.toSequence ? `: #${highlight} is the first that does not verify (highlighted)${filters.fromSequence < highlight ? `, #${filters.fromSequence} the record before it` : ''}` : ''
-        }. <button type="button" class="link" onClick=${() => (setFilters(EMPTY), setPage(0))}>Show the whole log</button>`
+        }. <button type="button" class="link" onClick=${keepingFocus(() => (setFilters(EMPTY), setPage(0)))}>Show the whole log</button>`
       : null}</${Notice}>
     <${RangeWarning} from=${filters.from} to=${filters.to} />
     <${ErrorBox} error=${rows.error} admin=${!admin} />
