@@ -217,6 +217,7 @@ export class AuditBatch {
     const entity = this.entities.get(plan.entityId);
     try {
       if (plan.candidate) {
+        this.points.refreshCandidate(plan.applyTo, plan.candidate);
         this.effects.push(
           await this.use.rules.evaluateData({
             trx: this.trx,
@@ -245,6 +246,9 @@ export class AuditBatch {
             timestamp: e.timestamp,
           },
           entity,
+          tagPoint: (tag, status) => {
+            if (plan.summary.dataPointId !== undefined) this.points.retag(plan.summary.dataPointId, tag, status);
+          },
         }),
       );
     } catch (err) {

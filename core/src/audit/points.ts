@@ -45,7 +45,6 @@ export interface NewPointInput {
 
 interface DbUpdate {
   modified: string;
-  tags: Set<string>;
   regulations: Set<string>;
   expiresAt?: string;
   autoDelete?: boolean;
@@ -56,12 +55,21 @@ export type RuleTarget = { kind: 'new'; point: NewPoint } | { kind: 'db'; id: st
 
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
+/** Makes `target` hold what `source` holds: a rule that takes a tag off takes it off the point. */
+function sync(target: Set<string>, source: Set<string>): void {
+  if (target === source) return;
+  for (const t of target) if (!source.has(t)) target.delete(t);
+  for (const t of source) target.add(t);
+}
+
 export class BatchPoints {
   private readonly dbPoints = new Map<string, PointView>();
   private readonly dbPointMeta = new Map<string, { tags: Set<string>; regulations: Set<string> }>();
   private readonly deletedFromDb = new Set<string>();
   private readonly newPoints = new Map<string, NewPoint>();
   private readonly dbUpdates = new Map<string, DbUpdate>();
+  /** Tags put on (true) or taken off (false) points in the database, the last word for each. */
+  private readonly dbTagChanges = new Map<string, Map<string, boolean>>();
   /** Sub-points of loaded roots asked for with `withSubPoints`, in the order they were stored. */
   private readonly dbSubPoints = new Map<string, Array<{ id: string; attribute: string }>>();
 
@@ -188,7 +196,7 @@ export class BatchPoints {
       if (timestamp > created.row.modified_date) created.row.modified_date = timestamp;
       return { target: { kind: 'new', point: created }, meta: created };
     }
-    const update = this.dbUpdates.get(id) ?? { modified: timestamp, tags: new Set(), regulations: new Set() };
+    const update = this.dbUpdates.get(id) ?? { modified: timestamp, regulations: new Set() };
     if (timestamp > update.modified) update.modified = timestamp;
     this.dbUpdates.set(id, update);
     const meta = this.dbPointMeta.get(id) ?? { tags: new Set<string>(), regulations: new Set<string>() };
@@ -207,15 +215,27 @@ export class BatchPoints {
     this.dbUpdates.delete(id);
   }
 
+  /**
+   * A candidate is planned before any rule runs: it starts from the labels its point has once
+   * the batch's earlier events have been judged.
+   */
+  refreshCandidate(target: RuleTarget | undefined, candidate: CandidatePoint): void {
+    if (!target || target.kind === 'none') return;
+    const current = target.kind === 'new' ? target.point : this.dbPointMeta.get(target.id);
+    if (!current) return;
+    sync(candidate.tags, current.tags);
+    for (const r of current.regulations) candidate.regulations.add(r);
+  }
+
   /** Tags, regulations and retention that data rules put on the candidate reach the point. */
   applyRuleChanges(target: RuleTarget | undefined, candidate: CandidatePoint): void {
     if (!target || target.kind === 'none') return;
     if (target.kind === 'new') {
       const point = target.point;
-      for (const t of candidate.tags) point.tags.add(t);
       for (const r of candidate.regulations) point.regulations.add(r);
       const rows = [point, ...point.children.map((c) => this.newPoints.get(c)).filter((c): c is NewPoint => c !== undefined)];
       for (const p of rows) {
+        sync(p.tags, candidate.tags);
         if (candidate.expiresAt !== undefined) p.row.expires_at = candidate.expiresAt;
         if (candidate.autoDelete !== undefined) p.row.auto_delete = candidate.autoDelete ? 1 : 0;
       }
@@ -223,10 +243,37 @@ export class BatchPoints {
     }
     const update = this.dbUpdates.get(target.id);
     if (!update) return;
-    for (const t of candidate.tags) update.tags.add(t);
-    for (const r of candidate.regulations) update.regulations.add(r);
+    // The candidate began with the point's tags as this batch sees them (`touch`).
+    for (const t of this.dbPointMeta.get(target.id)?.tags ?? []) if (!candidate.tags.has(t)) this.retag(target.id, t, false);
+    for (const t of candidate.tags) this.retag(target.id, t, true);
+    for (const r of candidate.regulations) {
+      update.regulations.add(r);
+      this.dbPointMeta.get(target.id)?.regulations.add(r);
+    }
     if (candidate.expiresAt !== undefined) update.expiresAt = candidate.expiresAt;
     if (candidate.autoDelete !== undefined) update.autoDelete = candidate.autoDelete;
+  }
+
+  /**
+   * An activity rule's tag action on the point an event is about, as the batch holds it: a
+   * point it registers is written only after every rule has run.
+   */
+  retag(id: string, tag: string, status: boolean): void {
+    const created = this.newPoints.get(id);
+    if (created) {
+      // Its set may be its structure's, shared with its root or sub-points: this is about it alone.
+      created.tags = new Set(created.tags);
+      if (status) created.tags.add(tag);
+      else created.tags.delete(tag);
+      return;
+    }
+    if (!this.current(id)) return;
+    const changes = this.dbTagChanges.get(id) ?? new Map<string, boolean>();
+    changes.set(tag, status);
+    this.dbTagChanges.set(id, changes);
+    const meta = this.dbPointMeta.get(id);
+    if (status) meta?.tags.add(tag);
+    else meta?.tags.delete(tag);
   }
 
   /**
@@ -254,8 +301,20 @@ export class BatchPoints {
     }
     const updates = [...this.dbUpdates].filter(([id]) => !this.deletedFromDb.has(id));
     for (const [id, u] of updates) {
-      for (const tag of u.tags) tagRows.push({ datapoint_id: id, tag });
       for (const regulation of u.regulations) regulationRows.push({ datapoint_id: id, regulation });
+    }
+    // A point the batch deleted, or replaced under its id, keeps none of its rows' changes.
+    const untagged = new Map<string, string[]>();
+    for (const [id, changes] of this.dbTagChanges) {
+      if (this.current(id) !== this.dbPoints.get(id)) continue;
+      for (const [tag, status] of changes) {
+        if (status) tagRows.push({ datapoint_id: id, tag });
+        else untagged.set(tag, [...(untagged.get(tag) ?? []), id]);
+      }
+    }
+    if (untagged.size > 0) await holdTagsAgainstDelete(trx);
+    for (const [tag, ids] of untagged) {
+      for (const chunk of chunks(ids, CHUNK)) await trx.deleteFrom('datapoint_tags').where('tag', '=', tag).where('datapoint_id', 'in', chunk).execute();
     }
     for (const chunk of chunks([...new Set(tagRows.map((r) => r.tag))], CHUNK)) await ensureTags(trx, chunk);
     // Every row has every column, in one order (`create`): a bulk of 1000 new points spent

@@ -84,6 +84,11 @@ export interface ActivityRuleContext {
   event: ActivityEvent;
   /** Present when the event's subject exists. */
   entity?: RuleEntity;
+  /**
+   * Tags (or untags) the event's point where the caller holds it: an audit batch writes its
+   * points only after every rule has run, so the point an event registers is not in `trx` yet.
+   */
+  tagPoint?: (tag: string, status: boolean) => void;
 }
 
 export interface RuleEffects {

@@ -141,7 +141,8 @@ export class VaultRulesEngine implements RulesEngine {
           this.alerts.recordDetached(alerts);
           throw forbidden(DEFAULT_BLOCK_MESSAGE);
         case 'tag':
-          if (event.dataPointId !== undefined) await this.tagPoint(ctx.trx, event.dataPointId, action.tag, action.status);
+          if (ctx.tagPoint) ctx.tagPoint(action.tag, action.status);
+          else if (event.dataPointId !== undefined) await this.tagPoint(ctx.trx, event.dataPointId, action.tag, action.status);
           break;
         case 'regulation':
         case 'retention':
