@@ -85,3 +85,20 @@ test('credentials in a webhook URL are sent as basic authentication', async (t) 
     await guarded.stop();
   }
 });
+
+test('a failing delivery is retried 8 times, as the README says, after its first try', async (t) => {
+  const failing = await receiver((_req, res) => {
+    res.statusCode = 503;
+    res.end();
+  });
+  // The default number of tries; only the waits are shortened.
+  const delivery = new WebhookDelivery({ ...DEFAULT_WEBHOOK_OPTIONS, urls: [failing.url], baseDelayMs: 1, maxDelayMs: 4 }, pino({ level: 'silent' }));
+  try {
+    delivery.send('alert-1', { id: 'alert-1' });
+    await delivery.idle();
+    t.is(failing.requests, 1 + 8);
+  } finally {
+    await delivery.close();
+    await failing.stop();
+  }
+});
