@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { Caller } from '../access/caller.js';
 import type { ActivityLog, ActivityRecord } from '../activity/log.js';
+import type { Alert } from '../alerts/service.js';
 import { ActivityService } from '../activity/service.js';
 import { chunks } from '../db/insert-rows.js';
 import type { Database } from '../db/schema.js';
@@ -35,6 +36,8 @@ function withIndex(err: unknown, index: number | undefined): unknown {
 
 export class AuditBatch {
   readonly effects: RuleEffects[] = [];
+  /** Alerts the batch's rules raised: a block rolls the batch back, and records them on its own. */
+  private readonly raised: Alert[] = [];
   private readonly clock = batchClock();
   private readonly answered = new Map<string, unknown>();
   private readonly definitions = new Map<string, Definition>();
@@ -227,6 +230,7 @@ export class AuditBatch {
             location: e.location,
             eventType: e.eventType === 'STORE' ? 'STORE' : 'UPDATE',
             reportOnly: true,
+            raised: this.raised,
           }),
         );
         this.points.applyRuleChanges(plan.applyTo, plan.candidate);
@@ -246,6 +250,7 @@ export class AuditBatch {
             timestamp: e.timestamp,
           },
           entity,
+          raised: this.raised,
           tagPoint: (tag, status) => {
             if (plan.summary.dataPointId !== undefined) this.points.retag(plan.summary.dataPointId, tag, status);
           },

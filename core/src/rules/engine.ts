@@ -84,6 +84,8 @@ export interface ActivityRuleContext {
   event: ActivityEvent;
   /** Present when the event's subject exists. */
   entity?: RuleEntity;
+  /** As for data rules: the alerts the batch raised before, recorded with a block's own. */
+  raised?: Alert[];
   /**
    * Tags (or untags) the event's point where the caller holds it: an audit batch writes its
    * points only after every rule has run, so the point an event registers is not in `trx` yet.

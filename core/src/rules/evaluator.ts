@@ -138,7 +138,7 @@ export class VaultRulesEngine implements RulesEngine {
           );
           break;
         case 'block':
-          this.alerts.recordDetached(alerts);
+          this.alerts.recordDetached([...(ctx.raised ?? []), ...alerts]);
           throw forbidden(DEFAULT_BLOCK_MESSAGE);
         case 'tag':
           if (ctx.tagPoint) ctx.tagPoint(action.tag, action.status);
@@ -153,6 +153,7 @@ export class VaultRulesEngine implements RulesEngine {
       }
     }
     if (entity) await this.writeEntityChanges(ctx.trx, ctx.caller, entity, changes);
+    ctx.raised?.push(...alerts);
     return this.finish(ctx.trx, alerts);
   }
 
