@@ -209,8 +209,11 @@ function parseEntityValue(input: Json, refs: RuleReferences): Constraint {
       return { ...base, time: Date.parse(iso) };
     }
     case 'in':
-    case 'nin':
-      return { ...base, list: new Set(String(value).split(',').map((s) => s.trim())) };
+    case 'nin': {
+      const list = new Set(String(value).split(',').map((s) => s.trim()));
+      const numbers = new Set([...list].flatMap((s) => toNumber(s) ?? []));
+      return { ...base, list, numbers };
+    }
     case 'regex': {
       if (typeof value !== 'string') throw badRequest('Entity value constraint value must be a regular expression for predicate regex');
       try {

@@ -163,6 +163,27 @@ test('entity value: in and nin take a comma-separated list', (t) => {
   t.false(ageIs('nin', '18, 21', 18));
 });
 
+test('entity value: only decimal notation is a number; hex, octal and binary spellings are text', (t) => {
+  t.false(ageIs('eq', '16', '0x10'));
+  t.false(ageIs('eq', 8, '0o10'));
+  t.false(ageIs('eq', 2, '0b10'));
+  t.true(ageIs('neq', '16', '0x10'));
+  t.false(ageIs('gt', 10, '0x10'), '0x10 is no number to compare');
+  t.true(ageIs('eq', '1e3', ' 1000 '));
+  t.true(ageIs('lt', '.5', '0.25'));
+  t.throws(() => parseRule({ key: 'k', constraint: { type: 'user', attribute: 'AGE', predicate: 'lt', value: '0x10' }, action: { type: 'alert' } }), {
+    message: 'Entity value constraint value must be a number for predicate lt',
+  });
+});
+
+test('entity value: in and nin compare numbers as numbers, as eq does', (t) => {
+  t.true(ageIs('in', '1.5, 2', '1.50'));
+  t.true(ageIs('in', '18,21', '21.0'));
+  t.false(ageIs('nin', '18, 21', 18.0));
+  t.true(ageIs('nin', '18, 21', '0x12'));
+  t.true(ageIs('in', 'a, b', 'b'));
+});
+
 test('entity value: regex finds the pattern anywhere in the value', (t) => {
   const c = constraint({ type: 'user', attribute: 'EMAIL', predicate: 'regex', value: '@example\\.(com|org)$' });
   t.true(matches(c, data(point('EMAIL', 'ada@example.org'))));

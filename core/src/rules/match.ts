@@ -120,9 +120,12 @@ function compareValues(constraint: Extract<Constraint, { type: 'user' }>, value:
       return constraint.predicate === 'before' ? t < constraint.time! : t > constraint.time!;
     }
     case 'in':
-      return constraint.list!.has(String(value).trim());
-    case 'nin':
-      return !constraint.list!.has(String(value).trim());
+    case 'nin': {
+      // A member equals the value as `eq` has it: numbers as numbers, anything else as text.
+      const n = toNumber(value);
+      const listed = constraint.list!.has(String(value).trim()) || (n !== undefined && constraint.numbers!.has(n));
+      return constraint.predicate === 'in' ? listed : !listed;
+    }
     case 'regex':
       return typeof value === 'string' ? constraint.regex!.test(value) : constraint.regex!.test(String(value));
   }

@@ -21,7 +21,18 @@ export type Constraint =
   | { type: 'regulation'; operator: ListOperator; regulations: string[] }
   | { type: 'geolocation'; operator: ListOperator; countries: Set<string>; subdivisions: Set<string> }
   | { type: 'entityType'; entityTypes: Set<string> }
-  | { type: 'user'; attribute: string; predicate: Predicate; value: string | number | boolean; list?: Set<string>; regex?: SafeRegex; number?: number; time?: number }
+  | {
+      type: 'user';
+      attribute: string;
+      predicate: Predicate;
+      value: string | number | boolean;
+      /** `in` and `nin`: the list's members as text, and those that are numbers as numbers. */
+      list?: Set<string>;
+      numbers?: Set<number>;
+      regex?: SafeRegex;
+      number?: number;
+      time?: number;
+    }
   | { type: 'sentiment'; threshold: number }
   | { type: 'application'; operator: ListOperator; applications: Set<string> }
   | { type: 'eventType'; eventTypes: Set<EventType> };
