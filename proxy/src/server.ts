@@ -65,8 +65,8 @@ export function buildServer({ config, producer, deadLetters, worker, metrics, lo
 
   app.get('/readyz', async (_request, reply) => {
     const reachable = await producer.ping();
-    // A full Redis still answers pings while it refuses every event: for ingest, as good as away.
-    const redis = !reachable ? 'unreachable' : (await producer.outOfMemory()) ? 'out of memory' : 'ok';
+    // A full or read-only Redis still answers pings while it refuses every event: for ingest, as good as away.
+    const redis = !reachable ? 'unreachable' : ((await producer.writeRefusal()) ?? 'ok');
     const running = ['standby', 'recovering', 'delivering'].includes(worker.state);
     const ready = redis === 'ok' && running;
     const body = { status: ready ? 'ready' : 'not ready', redis, worker: worker.state };

@@ -27,6 +27,13 @@ export function isOutOfMemory(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('OOM ');
 }
 
+const OUT_OF_MEMORY = 'out of memory';
+
+/** Redis' refusals of every write that leave it answering pings and reads. */
+function writeRefusalCode(err: unknown): string | undefined {
+  return err instanceof Error ? /^(READONLY|MISCONF|NOREPLICAS) /.exec(err.message)?.[1] : undefined;
+}
+
 export interface ProducerOptions {
   queue: string;
   prefix: string;
@@ -164,21 +171,29 @@ export class EventProducer {
   }
 
   /**
-   * Whether Redis refuses events for lack of memory, which a ping does not tell. Redis counts
-   * a command's own arguments against `maxmemory`, so one that refuses a job may still take a
-   * smaller write: an enqueue refused in the last `recentMs`, with none taken since, counts.
-   * Otherwise a probe asks: LPUSHX on a key that never exists writes nothing, yet a full Redis
-   * refuses it like any command that may add data. Any other failure is left to ping().
+   * Whether Redis refuses events, which a ping does not tell: `out of memory`, or `refuses
+   * writes (READONLY)` (a replica: a failover left REDIS_URL on the wrong node), `(MISCONF)` (a
+   * save failed, so it stops writes) or `(NOREPLICAS)`. Redis counts a command's own arguments
+   * against `maxmemory`, so one that refuses a job may still take a smaller write: an enqueue
+   * refused for memory in the last `recentMs`, with none taken since, counts. Otherwise a probe
+   * asks: LPUSHX on a key that never exists writes nothing, yet Redis refuses it like any
+   * command that may add data. Any other failure is left to ping().
    */
-  async outOfMemory(timeoutMs = 1000, recentMs = 10_000): Promise<boolean> {
-    if (!this.connected) return false;
-    if (this.refusedForMemoryAt !== undefined && Date.now() - this.refusedForMemoryAt < recentMs) return true;
+  async writeRefusal(timeoutMs = 1000, recentMs = 10_000): Promise<string | undefined> {
+    if (!this.connected) return undefined;
+    if (this.refusedForMemoryAt !== undefined && Date.now() - this.refusedForMemoryAt < recentMs) return OUT_OF_MEMORY;
     try {
       await withTimeout(this.redis.lpushx(this.probeKey, ''), timeoutMs, 'memory probe');
-      return false;
+      return undefined;
     } catch (err) {
-      return isOutOfMemory(err);
+      if (isOutOfMemory(err)) return OUT_OF_MEMORY;
+      const code = writeRefusalCode(err);
+      return code === undefined ? undefined : `refuses writes (${code})`;
     }
+  }
+
+  async outOfMemory(): Promise<boolean> {
+    return (await this.writeRefusal()) === OUT_OF_MEMORY;
   }
 
   async counts(): Promise<Record<string, number>> {
