@@ -11,6 +11,7 @@ test('defaults apply when only the API key is set', (t) => {
   t.is(config.prefix, 'bull');
   t.is(config.batchSize, 500);
   t.is(config.batchMs, 200);
+  t.is(config.batchBytes, 8 * 1024 * 1024);
   t.is(config.maxRetries, undefined);
   t.is(config.upstream, undefined);
   t.is(config.proxyPort, defaults.proxyPort);
@@ -28,6 +29,7 @@ test('every variable is read', (t) => {
     SIDECAR_QUEUE: 'audit.q',
     SIDECAR_PREFIX: '{vault}',
     SIDECAR_BATCH_SIZE: '100',
+    SIDECAR_BATCH_BYTES: '65536',
     SIDECAR_BATCH_MS: '0',
     SIDECAR_MAX_RETRIES: '0',
     SIDECAR_RETRY_BASE_MS: '10',
@@ -50,7 +52,7 @@ test('every variable is read', (t) => {
   });
   t.like(config, {
     host: '0.0.0.0', port: 9000, proxyPort: 9001, vaultUrl: 'https://vault.internal:8443/base', queue: 'audit.q', prefix: '{vault}',
-    batchSize: 100, batchMs: 0, maxRetries: 0, retryBaseMs: 10, retryMaxMs: 1000, vaultTimeoutMs: 5000, lockMs: 5000,
+    batchSize: 100, batchBytes: 65536, batchMs: 0, maxRetries: 0, retryBaseMs: 10, retryMaxMs: 1000, vaultTimeoutMs: 5000, lockMs: 5000,
     shutdownMs: 3000, bodyLimit: 2048, requestTimeoutMs: 4000, enqueueTimeoutMs: 100, upstream: 'http://127.0.0.1:3000', routesFile: '/etc/routes.json',
     proxyBodyLimit: 0, proxyMaxEvents: 500, upstreamTimeoutMs: 15000, proxyKeepAliveMs: 75000, logLevel: 'debug', ingestToken: 'token-0123456789abcdef', dropValues: true,
   });

@@ -18,6 +18,11 @@ export interface SidecarConfig {
   queue: string;
   prefix: string;
   batchSize: number;
+  /**
+   * Most bytes of one bulk body, below the vault's body limit: counted in events alone, a
+   * batch of large ones would be refused whole and halved again and again, or be too big to send.
+   */
+  batchBytes: number;
   batchMs: number;
   /** Retries of a batch after its first attempt; `undefined` retries forever. */
   maxRetries: number | undefined;
@@ -74,6 +79,7 @@ export const defaults = {
   queue: 'vault-audit',
   prefix: 'bull',
   batchSize: 500,
+  batchBytes: 8 * 1024 * 1024,
   batchMs: 200,
   maxRetries: undefined,
   retryBaseMs: 250,
@@ -106,6 +112,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
   queue: 'SIDECAR_QUEUE',
   prefix: 'SIDECAR_PREFIX',
   batchSize: 'SIDECAR_BATCH_SIZE',
+  batchBytes: 'SIDECAR_BATCH_BYTES',
   batchMs: 'SIDECAR_BATCH_MS',
   maxRetries: 'SIDECAR_MAX_RETRIES',
   retryBaseMs: 'SIDECAR_RETRY_BASE_MS',
@@ -128,7 +135,7 @@ export const envNames: Record<keyof SidecarConfig, string> = {
 };
 
 const integerKeys = [
-  'port', 'proxyPort', 'batchSize', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
+  'port', 'proxyPort', 'batchSize', 'batchBytes', 'batchMs', 'maxRetries', 'retryBaseMs', 'retryMaxMs',
   'vaultTimeoutMs', 'lockMs', 'shutdownMs', 'bodyLimit', 'requestTimeoutMs', 'enqueueTimeoutMs', 'proxyBodyLimit',
   'proxyMaxEvents', 'upstreamTimeoutMs', 'proxyKeepAliveMs',
 ] as const satisfies readonly (keyof SidecarConfig)[];
@@ -140,6 +147,7 @@ const minimum: Record<IntegerKey, number> = {
   port: 0,
   proxyPort: 0,
   batchSize: 1,
+  batchBytes: 1024,
   batchMs: 0,
   maxRetries: 0,
   retryBaseMs: 1,

@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { StampedEvent } from '../ingest/event.js';
-import { Batcher } from './batcher.js';
+import { Batcher, eventBytes } from './batcher.js';
 
 function events(prefix: string, n: number): StampedEvent[] {
   return Array.from({ length: n }, (_, i) => ({ eventType: 'READ', applicationId: 'a', dataPointId: 'd', eventId: `${prefix}${i}`, timestamp: 't' }));
@@ -54,4 +54,23 @@ test('release and clear forget jobs and their unsent events', (t) => {
   t.is(b.unsent, 0);
   t.is(b.size, 0);
   t.deepEqual(b.take(10).events, []);
+});
+
+test('a batch holds at most maxBytes of bulk body, in order; an event larger than that goes alone', (t) => {
+  const b = new Batcher<string>();
+  const big = { ...events('x', 1)[0], data: { attribute: 'doc', value: 'v'.repeat(1000) } };
+  const small = events('s', 4);
+  b.add('1', 'job1', 'tok', [small[0], small[1]]);
+  b.add('2', 'job2', 'tok', [big, small[2], small[3]]);
+  const bytes = eventBytes(small[0]);
+  t.is(b.unsentBytes, 4 * bytes + eventBytes(big));
+  // The body is a JSON array: the events, their commas and the brackets, which this counts.
+  t.is(eventBytes(small[0]) + eventBytes(small[1]) + 1, Buffer.byteLength(JSON.stringify([small[0], small[1]])));
+
+  t.deepEqual(b.take(10, 2 * bytes + 1).events.map((e) => e.eventId), ['s0', 's1']);
+  t.deepEqual(b.take(10, 2 * bytes + 1).events.map((e) => e.eventId), ['x0']);
+  t.is(b.unsentBytes, 2 * bytes);
+  t.deepEqual(b.take(10, 2 * bytes + 1).events.map((e) => e.eventId), ['s2', 's3']);
+  t.is(b.unsent, 0);
+  t.is(b.unsentBytes, 0);
 });

@@ -6,6 +6,8 @@ export interface HeldJob<J = unknown> {
   job: J;
   token: string;
   events: StampedEvent[];
+  /** Each event's size in a bulk body, in bytes. */
+  sizes: number[];
   /** Events handed out to batches so far (a job may span several batches). */
   taken: number;
   /** Events the vault recorded or that were dead-lettered. */
@@ -25,6 +27,11 @@ export interface Batch<J = unknown> {
   events: StampedEvent[];
 }
 
+/** An event's bytes in a bulk body, its separating comma included. */
+export function eventBytes(event: StampedEvent): number {
+  return Buffer.byteLength(JSON.stringify(event)) + 1;
+}
+
 /**
  * In-memory order of the jobs this process holds. Jobs are cut into batches strictly in the
  * order they were added, so the vault sees events in queue order; a job larger than a batch is
@@ -35,6 +42,7 @@ export class Batcher<J = unknown> {
   /** Jobs with events not yet taken, oldest first. */
   private pending: HeldJob<J>[] = [];
   private unsentCount = 0;
+  private unsentByteCount = 0;
 
   /** Adds a job, or refreshes the token if it is already held (it was re-locked meanwhile). */
   add(id: string, job: J, token: string, events: StampedEvent[], now = Date.now()): HeldJob<J> {
@@ -44,11 +52,13 @@ export class Batcher<J = unknown> {
       existing.job = job;
       return existing;
     }
-    const held: HeldJob<J> = { id, job, token, events, taken: 0, done: 0, heldSince: now };
+    const sizes = events.map(eventBytes);
+    const held: HeldJob<J> = { id, job, token, events, sizes, taken: 0, done: 0, heldSince: now };
     this.jobs.set(id, held);
     if (events.length > 0) {
       this.pending.push(held);
       this.unsentCount += events.length;
+      this.unsentByteCount += sum(sizes);
     }
     return held;
   }
@@ -61,21 +71,43 @@ export class Batcher<J = unknown> {
     return this.unsentCount;
   }
 
+  /** The bulk-body bytes of the events not yet taken. */
+  get unsentBytes(): number {
+    return this.unsentByteCount;
+  }
+
   /** When the oldest unsent event became available, or undefined when nothing is waiting. */
   get oldestUnsentSince(): number | undefined {
     return this.pending[0]?.heldSince;
   }
 
-  take(max: number): Batch<J> {
+  /**
+   * The next events in order: at most `max`, and at most `maxBytes` of bulk body, unless the
+   * first event alone is larger (it goes alone, for the vault to take or refuse).
+   */
+  take(max: number, maxBytes = Number.POSITIVE_INFINITY): Batch<J> {
     const batch: Batch<J> = { slices: [], events: [] };
-    while (batch.events.length < max && this.pending.length > 0) {
+    // The array's brackets; each event's size counts its comma, one more than there are.
+    let bytes = 1;
+    let full = false;
+    while (!full && batch.events.length < max && this.pending.length > 0) {
       const held = this.pending[0];
       const from = held.taken;
-      const to = Math.min(held.events.length, from + (max - batch.events.length));
+      let to = from;
+      while (to < held.events.length && batch.events.length < max) {
+        if (batch.events.length > 0 && bytes + held.sizes[to] > maxBytes) {
+          full = true;
+          break;
+        }
+        bytes += held.sizes[to];
+        batch.events.push(held.events[to]);
+        to++;
+      }
+      if (to === from) break;
       batch.slices.push({ held, from, to });
-      for (let i = from; i < to; i++) batch.events.push(held.events[i]);
       held.taken = to;
       this.unsentCount -= to - from;
+      this.unsentByteCount -= sum(held.sizes, from, to);
       if (held.taken === held.events.length) this.pending.shift();
     }
     return batch;
@@ -99,6 +131,7 @@ export class Batcher<J = unknown> {
     this.jobs.clear();
     this.pending = [];
     this.unsentCount = 0;
+    this.unsentByteCount = 0;
   }
 
   release(id: string): void {
@@ -109,6 +142,7 @@ export class Batcher<J = unknown> {
     if (i >= 0) {
       this.pending.splice(i, 1);
       this.unsentCount -= held.events.length - held.taken;
+      this.unsentByteCount -= sum(held.sizes, held.taken);
     }
   }
 
@@ -119,4 +153,10 @@ export class Batcher<J = unknown> {
   get size(): number {
     return this.jobs.size;
   }
+}
+
+function sum(values: number[], from = 0, to = values.length): number {
+  let total = 0;
+  for (let i = from; i < to; i++) total += values[i];
+  return total;
 }

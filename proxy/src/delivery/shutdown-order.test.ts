@@ -99,7 +99,7 @@ test('a fetch that Redis leaves unanswered past the deadline: stop returns in ti
     workerRedis,
     control,
     deliverer,
-    { queue: 'vault-audit', prefix, batchSize: 100, batchMs: 20, lockMs, shutdownMs: 5000, retryBaseMs: 20, retryMaxMs: 200 },
+    { queue: 'vault-audit', prefix, batchSize: 100, batchBytes: 8 << 20, batchMs: 20, lockMs, shutdownMs: 5000, retryBaseMs: 20, retryMaxMs: 200 },
     metrics,
     logger.child({ component: 'worker' }),
   );

@@ -17,6 +17,8 @@ export interface DeliveryWorkerOptions {
   queue: string;
   prefix: string;
   batchSize: number;
+  /** Most bytes of one bulk body (a single larger event goes alone). */
+  batchBytes: number;
   batchMs: number;
   lockMs: number;
   shutdownMs: number;
@@ -237,7 +239,7 @@ export class DeliveryWorker {
     const events = Array.isArray(job.data?.events) ? job.data.events : [];
     if (events.length === 0) {
       this.log.warn({ jobId: job.id }, 'job without events; completing it');
-      this.completer.complete([{ id: job.id!, job, token, events, taken: 0, done: 0, heldSince: Date.now() }]);
+      this.completer.complete([{ id: job.id!, job, token, events, sizes: [], taken: 0, done: 0, heldSince: Date.now() }]);
       return 0;
     }
     this.batcher.add(job.id!, job, token, events);
@@ -250,7 +252,7 @@ export class DeliveryWorker {
     let failures = 0;
     while (!stop.aborted) {
       // Fetch ahead by one batch at most: enough to keep the vault busy, little to resend.
-      if (this.batcher.unsent >= this.options.batchSize) {
+      if (this.batchFull()) {
         await this.room.wait(stop);
         continue;
       }
@@ -280,20 +282,20 @@ export class DeliveryWorker {
   private async sendLoop(term: AbortSignal): Promise<void> {
     const stop = AbortSignal.any([term, this.stopRequested.signal]);
     const abandon = AbortSignal.any([term, this.hardStop.signal]);
-    const { batchSize, batchMs } = this.options;
+    const { batchSize, batchBytes, batchMs } = this.options;
     while (!stop.aborted) {
       if (this.batcher.unsent === 0) {
         await this.wake.wait(stop);
         continue;
       }
       // A batch leaves when it is full or when its oldest event has waited batchMs.
-      while (this.batcher.unsent < batchSize && !stop.aborted) {
+      while (!this.batchFull() && !stop.aborted) {
         const wait = this.batcher.oldestUnsentSince! + batchMs - Date.now();
         if (wait <= 0) break;
         await this.wake.wait(stop, wait);
       }
       if (stop.aborted) break;
-      const batch = this.batcher.take(batchSize);
+      const batch = this.batcher.take(batchSize, batchBytes);
       this.room.notify();
       try {
         await this.deliverer.deliver(batch.events, abandon);
@@ -305,6 +307,11 @@ export class DeliveryWorker {
       }
       this.settle(batch);
     }
+  }
+
+  /** A batch's worth of events is waiting, by count or by bytes. */
+  private batchFull(): boolean {
+    return this.batcher.unsent >= this.options.batchSize || this.batcher.unsentBytes >= this.options.batchBytes;
   }
 
   private settle(batch: Batch<Job<EventsJobData>>): void {
