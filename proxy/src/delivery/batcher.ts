@@ -1,4 +1,5 @@
 import type { StampedEvent } from '../ingest/event.js';
+import { eventJson } from './event-json.js';
 
 /** A BullMQ job this process holds (active, locked with `token`) until all its events are handled. */
 export interface HeldJob<J = unknown> {
@@ -29,7 +30,7 @@ export interface Batch<J = unknown> {
 
 /** An event's bytes in a bulk body, its separating comma included. */
 export function eventBytes(event: StampedEvent): number {
-  return Buffer.byteLength(JSON.stringify(event)) + 1;
+  return Buffer.byteLength(eventJson(event)) + 1;
 }
 
 /**

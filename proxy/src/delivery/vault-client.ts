@@ -1,6 +1,7 @@
 import { Pool } from 'undici';
 import type { StampedEvent } from '../ingest/event.js';
 import { withTimeout } from '../queue/connection.js';
+import { bulkBody } from './event-json.js';
 
 /** The vault's error body for a refused bulk; `index` points at the first failing event. */
 export interface VaultErrorBody {
@@ -75,7 +76,7 @@ export class VaultClient implements VaultSender {
         method: 'POST',
         path: this.path,
         headers: { 'content-type': 'application/json', authorization: this.authorization },
-        body: JSON.stringify(events),
+        body: bulkBody(events),
         signal,
       });
       status = res.statusCode;
