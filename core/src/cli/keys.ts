@@ -1,7 +1,7 @@
 /** `vault keygen` and `vault keys ...`: the vault's RSA key pairs, and their rotation. */
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { generateKeyPair, INVALID_KEY, parsePublicKeyHeader } from '../crypto/keys.js';
+import { generateKeyPair, INVALID_KEY, MIN_KEY_BITS, parsePublicKeyHeader } from '../crypto/keys.js';
 import { isVaultError } from '../errors.js';
 import { CLI_ACTOR, withVault, type Command } from './command.js';
 
@@ -72,6 +72,8 @@ export const keyCommands: Record<string, Command> = {
       // The request's own message ("Encoded key provided is invalid") names neither the option nor the file.
       if (pem.includes('PRIVATE KEY')) throw new Error(`--public-key: ${path} is a private key: register the public half (public-key.pem), never the private one`);
       const publicKey = asKeyFile(() => parsePublicKeyHeader(pem), `--public-key: ${path} is not a PEM RSA public key`);
+      const bits = publicKey.asymmetricKeyDetails?.modulusLength ?? 0;
+      if (bits < MIN_KEY_BITS) throw new Error(`--public-key: ${path} is a ${bits}-bit RSA key: register one of at least ${MIN_KEY_BITS} bits (vault keygen makes them)`);
       const key = await withVault(io, (vault) => vault.keyRotation.register(publicKey, CLI_ACTOR));
       io.out(`Registered ${key.id} as the active key. The previous key stays readable until retired.`);
       return 0;

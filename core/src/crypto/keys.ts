@@ -5,7 +5,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, hash, randomBytes, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { badRequest } from '../errors.js';
+import { badRequest, conflict } from '../errors.js';
 import { nowIso } from '../util/time.js';
 import { LruMap } from '../util/lru.js';
 import { FreshCache } from '../util/fresh-cache.js';
@@ -43,6 +43,12 @@ export function generateKeyPair(modulusLength = 3072): KeyPairHeaders {
     privateKey: Buffer.from(privateKey).toString('base64'),
   };
 }
+
+/**
+ * The smallest key the vault wraps data keys under. Below 784 bits RSA-OAEP with SHA-256
+ * cannot hold a 32-byte data key at all, and 1024 bits is long broken for new data.
+ */
+export const MIN_KEY_BITS = 2048;
 
 /** Key id: SHA-256 of the SPKI DER, so PKCS#1 and SPKI spellings of one key agree. */
 export function keyFingerprint(publicKey: KeyObject): string {
@@ -152,6 +158,10 @@ export class Keyring {
     await this.db.transaction().execute(async (trx) => {
       const now = nowIso();
       const changes: Change[] = [];
+      // Made active again, a retired key would wrap new data keys under a private half the
+      // operator was told to destroy, while the readers' key is demoted.
+      const destroyed = await trx.selectFrom('encryption_keys').select('id').where('id', '=', id).where('status', '=', 'destroyed').executeTakeFirst();
+      if (destroyed) throw conflict(`key ${id} was retired (vault keys retire): it opens nothing and cannot be registered again; register a new key (vault keygen)`);
       if (status === 'active') {
         const demoted = await trx.selectFrom('encryption_keys').select('id').where('status', '=', 'active').where('id', '!=', id).execute();
         if (demoted.length > 0) {
