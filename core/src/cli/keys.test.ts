@@ -60,3 +60,18 @@ test('a key retired with `keys retire` is not registered again: its wrapped copi
   t.deepEqual(out, []);
   t.deepEqual(await keys(env), after, 'the active key stays active, the retired one stays retired');
 });
+
+test('registering the key that is already active says so, and records nothing', async (t) => {
+  const env = vaultDir(t);
+  t.is(await runCli(['migrate'], io(env).io), 0);
+  const [active] = (await keys(env)).map((line) => line.split('\t')[0]);
+  const head = io(env);
+  await runCli(['activity', 'head'], head.io);
+  const { io: x, out, err } = io(env);
+  t.is(await runCli(['keys', 'register', '--public-key', join(env.VAULT_DATA_DIR, 'vault-public-key.pem')], x), 0);
+  t.deepEqual(out, [`${active} is the active key already: nothing changed.`]);
+  t.deepEqual(err, []);
+  const after = io(env);
+  await runCli(['activity', 'head'], after.io);
+  t.deepEqual(after.out, head.out, 'no record was added');
+});

@@ -1,7 +1,7 @@
 /** `vault keygen` and `vault keys ...`: the vault's RSA key pairs, and their rotation. */
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { generateKeyPair, INVALID_KEY, MIN_KEY_BITS, parsePublicKeyHeader } from '../crypto/keys.js';
+import { generateKeyPair, INVALID_KEY, keyFingerprint, MIN_KEY_BITS, parsePublicKeyHeader } from '../crypto/keys.js';
 import { isVaultError } from '../errors.js';
 import { CLI_ACTOR, withVault, type Command } from './command.js';
 
@@ -74,7 +74,12 @@ export const keyCommands: Record<string, Command> = {
       const publicKey = asKeyFile(() => parsePublicKeyHeader(pem), `--public-key: ${path} is not a PEM RSA public key`);
       const bits = publicKey.asymmetricKeyDetails?.modulusLength ?? 0;
       if (bits < MIN_KEY_BITS) throw new Error(`--public-key: ${path} is a ${bits}-bit RSA key: register one of at least ${MIN_KEY_BITS} bits (vault keygen makes them)`);
-      const key = await withVault(io, (vault) => vault.keyRotation.register(publicKey, CLI_ACTOR));
+      // "The previous key stays readable" would be wrong: there is none, and nothing changes.
+      const key = await withVault(io, async (vault) => ((await vault.keyring.active())?.id === keyFingerprint(publicKey) ? undefined : vault.keyRotation.register(publicKey, CLI_ACTOR)));
+      if (!key) {
+        io.out(`${keyFingerprint(publicKey)} is the active key already: nothing changed.`);
+        return 0;
+      }
       io.out(`Registered ${key.id} as the active key. The previous key stays readable until retired.`);
       return 0;
     },
