@@ -1,6 +1,7 @@
 /** `vault applications ...`: the applications that call the vault, and their API keys. */
 import { CLI_ACTOR, splitList, withVault, type Command } from './command.js';
-import { apiKeyOption } from './secret.js';
+import { apiKeyOption, UsageError } from './secret.js';
+import { MAX_KEEP_PREVIOUS_SECONDS } from '../applications/service.js';
 import { escapeControlCharacters } from '../util/characters.js';
 
 /** A key the operator chose is not printed back: it is where they keep it, and output ends up in logs. */
@@ -88,9 +89,9 @@ export const applicationCommands: Record<string, Command> = {
         return 2;
       }
       const keep = String(values['keep-previous']);
-      if (!/^\d+$/.test(keep)) {
-        io.err('--keep-previous must be a whole number of seconds');
-        return 2;
+      // The service's own message names the API's field, keepPreviousForSeconds.
+      if (!/^\d+$/.test(keep) || Number(keep) > MAX_KEEP_PREVIOUS_SECONDS) {
+        throw new UsageError(`--keep-previous must be a whole number of seconds from 0 to ${MAX_KEEP_PREVIOUS_SECONDS} (30 days)`);
       }
       const given = await apiKeyOption(values, io);
       const { application, apiKey } = await withVault(io, (vault) =>

@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readF
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './main.js';
+import { dataDir, io } from './cli-testing.js';
 import { commands } from './commands.js';
 import { createPostgresDatabase } from '../testing/harness.js';
 import { closedPort } from '../testing/process.js';
@@ -18,18 +19,6 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { Vault } from '../vault.js';
 import { ActivityService } from '../activity/service.js';
-
-function io(env: Record<string, string> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l), env: { ...env } }, out, err };
-}
-
-function dataDir(t: { teardown: (fn: () => void) => void }): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'vault-cli-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return { VAULT_DATA_DIR: dir, VAULT_ADMIN_API_KEY: 'cli-test-admin-key-0000' };
-}
 
 test('every verb answers --help with its usage', async (t) => {
   for (const name of Object.keys(commands)) {

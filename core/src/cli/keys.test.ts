@@ -1,23 +1,11 @@
 /** `vault keys register` as an operator may get it wrong: a key too weak, or one already retired. */
 import test from 'ava';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateKeyPair } from '../crypto/keys.js';
 import { runCli } from './main.js';
-
-function io(env: Record<string, string>) {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l), env: { ...env } }, out, err };
-}
-
-function vaultDir(t: { teardown: (fn: () => void) => void }): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'vault-cli-keys-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return { VAULT_DATA_DIR: dir, VAULT_ADMIN_API_KEY: 'cli-test-admin-key-0000' };
-}
+import { dataDir, io } from './cli-testing.js';
 
 async function keys(env: Record<string, string>): Promise<string[]> {
   const listed = io(env);
@@ -26,7 +14,7 @@ async function keys(env: Record<string, string>): Promise<string[]> {
 }
 
 test('a public key under 2048 bits is not registered: a 512-bit one cannot even wrap a data key, so every store would fail', async (t) => {
-  const env = vaultDir(t);
+  const env = dataDir(t);
   t.is(await runCli(['migrate'], io(env).io), 0);
   const before = await keys(env);
   for (const bits of [512, 1024]) {
@@ -41,7 +29,7 @@ test('a public key under 2048 bits is not registered: a 512-bit one cannot even 
 });
 
 test('a key retired with `keys retire` is not registered again: its wrapped copies are gone and its private half was to be destroyed', async (t) => {
-  const env = vaultDir(t);
+  const env = dataDir(t);
   t.is(await runCli(['migrate'], io(env).io), 0);
   const [first] = (await keys(env)).map((line) => line.split('\t')[0]);
   const next = generateKeyPair(2048);
@@ -62,7 +50,7 @@ test('a key retired with `keys retire` is not registered again: its wrapped copi
 });
 
 test('registering the key that is already active says so, and records nothing', async (t) => {
-  const env = vaultDir(t);
+  const env = dataDir(t);
   t.is(await runCli(['migrate'], io(env).io), 0);
   const [active] = (await keys(env)).map((line) => line.split('\t')[0]);
   const head = io(env);
