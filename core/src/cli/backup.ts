@@ -11,6 +11,7 @@ import type { DialectName } from '../db/dialect.js';
 import type { ChildProcess } from 'node:child_process';
 import { withVault, type Command } from './command.js';
 import { restoredIndexKeyWarning } from './restore-key.js';
+import { cannotWrite, isFileSystemFailure } from '../db/sqlite-access.js';
 import { backupDialect, dumpMigrations, isVaultDatabase, isVaultDump, refuseNewerRelease, sqliteBackupMigrations } from './backup-files.js';
 
 export const backupCommands: Record<string, Command> = {
@@ -205,26 +206,36 @@ export async function restoreDatabase(dbUrl: string, source: string, env: NodeJS
     if (isSameFile(source, path)) throw conflict(`--from names the vault's own database (${path})`);
     if (!isVaultDatabase(source)) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
     refuseNewerRelease(source, sqliteBackupMigrations(source));
-    refuseIfOpen(path);
-    // Onto a new machine: the directory is made as a start makes it, private to its owner.
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    // Copied beside the database, then renamed over it: a vault starting meanwhile opens the
-    // old file or the whole restored one, never one half copied; a failed copy changes nothing.
-    await writeBeside(path, (partial) => {
-      copyFileSync(source, partial);
-      // As private as a new database, whatever the backup file's mode was (the copy takes it).
-      chmodSync(partial, 0o600);
-      // Again, as a vault may have started during the copy.
-      refuseIfOpen(path);
-      // A stale write-ahead log would be replayed over the restored file.
-      for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
-    });
+    try {
+      await replaceSqlite(path, source);
+    } catch (err) {
+      // SQLite says only `disk I/O error` of a directory it may not write (its lock probe).
+      if (isFileSystemFailure(err) || ['EACCES', 'EPERM', 'EROFS'].includes((err as NodeJS.ErrnoException).code ?? '')) throw cannotWrite(path, err as Error);
+      throw err;
+    }
     return;
   }
   if (!(await isVaultDump(source, env))) throw conflict(`${source} is not a vault database made by \`vault backup\`: nothing was changed`);
   refuseNewerRelease(source, await dumpMigrations(source, env));
   await refuseRestoreInto(dbUrl);
   await restoreInOneTransaction(dbUrl, source, env);
+}
+
+async function replaceSqlite(path: string, source: string): Promise<void> {
+  refuseIfOpen(path);
+  // Onto a new machine: the directory is made as a start makes it, private to its owner.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  // Copied beside the database, then renamed over it: a vault starting meanwhile opens the
+  // old file or the whole restored one, never one half copied; a failed copy changes nothing.
+  await writeBeside(path, (partial) => {
+    copyFileSync(source, partial);
+    // As private as a new database, whatever the backup file's mode was (the copy takes it).
+    chmodSync(partial, 0o600);
+    // Again, as a vault may have started during the copy.
+    refuseIfOpen(path);
+    // A stale write-ahead log would be replayed over the restored file.
+    for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+  });
 }
 
 /**
