@@ -10,12 +10,10 @@
  * (`t.log`), so that a new one shows without blocking.
  */
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import Database from 'better-sqlite3';
 import type { Page, Route } from 'playwright-core';
 import { callVault } from '../core/src/testing/process.js';
-import { contrastScript, openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { contrastScript, openConsoleSession, tamperWithRecord, type ConsoleSession } from './console-helpers.js';
 
 // Browser globals for the functions page.evaluate runs in the page (the project's types are Node's).
 declare const document: {
@@ -243,14 +241,7 @@ test.serial('the activity log, its chain states and the applications have no ser
     [
       'chain broken',
       async () => {
-        const db = new Database(join(session.dataDir, 'vault.db'));
-        try {
-          db.pragma('busy_timeout = 10000');
-          db.exec('drop trigger if exists activity_log_no_update');
-          db.prepare("update activity_log set application_user = 'someone else' where sequence = 2").run();
-        } finally {
-          db.close();
-        }
+        tamperWithRecord(session, 2);
         await page.getByRole('button', { name: 'Verify chain' }).click();
         await page.locator('[data-chain="broken"]').waitFor();
       },

@@ -2,11 +2,9 @@
  * The activity log's broken-record view, by keyboard: "Show the whole log" takes itself away
  * when pressed, and the focus must not fall to the page's start with it.
  */
-import { join } from 'node:path';
 import test from 'ava';
-import Database from 'better-sqlite3';
 import { callVault } from '../core/src/testing/process.js';
-import { openConsoleSession, type ConsoleSession } from './console-helpers.js';
+import { openConsoleSession, tamperWithRecord, type ConsoleSession } from './console-helpers.js';
 
 // The browser global the page function below uses (the project's types are Node's).
 declare const document: { activeElement: { tagName: string; textContent: string | null } | null; body: unknown };
@@ -25,14 +23,7 @@ test.after.always(async () => session?.close());
 
 test('"Show the whole log", pressed by keyboard, hands the focus to the page heading, not to the page start', async (t) => {
   const { page } = session;
-  const db = new Database(join(session.dataDir, 'vault.db'));
-  try {
-    db.pragma('busy_timeout = 10000');
-    db.exec('drop trigger if exists activity_log_no_update');
-    db.prepare("update activity_log set application_user = 'someone else' where sequence = 2").run();
-  } finally {
-    db.close();
-  }
+  tamperWithRecord(session, 2);
   await page.goto(`${session.vault.url}/console`);
   await page.getByLabel('API key').fill(session.vault.adminKey);
   await page.getByRole('button', { name: 'Sign in' }).click();

@@ -5,6 +5,7 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT, spawnVault, type VaultProcess } from '../core/src/testing/process.js';
 
@@ -107,4 +108,19 @@ export function contrastScript(name: string, property: 'borderTopColor' | 'outli
   var a = lum(getComputedStyle(e).${property}), b = lum(behind);
   return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
 };`;
+}
+
+/**
+ * Rewrites activity record `sequence` in the session's database file behind the vault's back,
+ * as someone with access to the file could: the chain no longer verifies from there.
+ */
+export function tamperWithRecord(session: ConsoleSession, sequence: number): void {
+  const db = new Database(join(session.dataDir, 'vault.db'));
+  try {
+    db.pragma('busy_timeout = 10000');
+    db.exec('drop trigger if exists activity_log_no_update');
+    db.prepare("update activity_log set application_user = 'someone else' where sequence = ?").run(sequence);
+  } finally {
+    db.close();
+  }
 }
