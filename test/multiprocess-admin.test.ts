@@ -167,23 +167,3 @@ test('postgres: the activity log paged through one process while the other write
   t.true(answered.length > 0);
   t.deepEqual(answered.filter((id) => stored.get(id) !== 1), [], 'every answered store recorded exactly once');
 });
-
-test('postgres: a tag and a regulation deleted through one process while audit stores through the other label points from the definition: neither outlives its delete', async (t) => {
-  const c = await cluster(t, 'postgres', 2);
-  for (let round = 0; round < 8; round++) {
-    const [tag, regulation, attribute] = [`campaign-${round}`, `HOUSE${round}`, `NICK${round}`];
-    t.true((await c.call(0, 'POST', '/regulations', { key: regulation, name: 'House rules' })).status < 300);
-    t.is((await c.call(0, 'POST', '/attributes', { key: attribute, tags: [tag], regulations: [regulation] })).status, 201);
-    const stores = (k: number) => Array.from({ length: 20 }, (_, j) => ({ eventType: 'STORE', subjectId: `s${round}-${k}-${j}`, data: { attribute }, applicationId: 'crm' }));
-    const answers = await Promise.all([
-      c.call(0, 'DELETE', `/tags/${tag}`),
-      c.call(0, 'DELETE', `/regulations/${regulation}`),
-      ...Array.from({ length: 6 }, (_, k) => c.call(1, 'POST', '/auditlogs/bulk', stores(k))),
-    ]);
-    t.deepEqual(answers.map((a) => a.status), answers.map(() => 200), JSON.stringify(answers.filter((a) => a.status !== 200)));
-    // The definition no longer carries either, so nothing may have labelled a point with them since.
-    t.is((await c.call(1, 'GET', `/tags/${tag}`)).status, 404, `round ${round}: the deleted tag is back`);
-    const labelled = await c.call(1, 'POST', '/search', { query: { attributes: [attribute], regulations: [regulation] } });
-    t.is(labelled.status, 404, `round ${round}: ${labelled.body.data?.length} points carry the deleted regulation`);
-  }
-});

@@ -167,8 +167,7 @@ export class AuditBatch {
       for (const t of tags) this.entities.get(t.entity_id)?.tags.add(t.tag);
     }
     for (const chunk of chunks([...attributes], CHUNK)) {
-      // Held, as a store holds its definitions: the labels its points take from them stay current.
-      for (const [key, definition] of await findDefinitions(this.trx, chunk, { share: true })) this.definitions.set(key, definition);
+      for (const [key, definition] of await findDefinitions(this.trx, chunk)) this.definitions.set(key, definition);
     }
     for (const d of this.definitions.values()) for (const r of d.regulations) regulations.delete(r);
     for (const chunk of chunks([...regulations], CHUNK)) {

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
 import type { AttributeDefinitionsTable, Database } from '../db/schema.js';
 import { DATASUBJECT } from '../entitytypes/service.js';
 import type { Schema } from './schema.js';
@@ -25,20 +24,13 @@ export function appliesTo(definition: Definition, entityType: string): boolean {
   return definition.entityTypes.length > 0 ? definition.entityTypes.includes(entityType) : entityType === DATASUBJECT;
 }
 
-/**
- * Loads definitions with their tags, regulations and entity types, keyed by definition key.
- * `share`: on PostgreSQL their rows are held until the transaction ends, so a change to
- * them (a tag's or regulation's delete changes them too, `touchDefinitions`) either
- * committed before and is read here, or waits: what a writer labels its points with is
- * then never a label deleted meanwhile.
- */
-export async function findDefinitions(db: Kysely<Database>, keys: readonly string[], { share = false } = {}): Promise<Map<string, Definition>> {
+/** Loads definitions with their tags, regulations and entity types, keyed by definition key. */
+export async function findDefinitions(db: Kysely<Database>, keys: readonly string[]): Promise<Map<string, Definition>> {
   const out = new Map<string, Definition>();
   const unique = [...new Set(keys)];
   if (unique.length === 0) return out;
-  let query = db.selectFrom('attribute_definitions').selectAll().where('key', 'in', unique);
-  if (share && dialectOf(db) === 'postgres') query = query.forShare();
-  return assemble(db, await query.execute());
+  const rows = await db.selectFrom('attribute_definitions').selectAll().where('key', 'in', unique).execute();
+  return assemble(db, rows);
 }
 
 export async function findDefinition(db: Kysely<Database>, key: string): Promise<Definition | undefined> {
