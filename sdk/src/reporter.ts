@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { VaultApiError, VaultClientClosedError, VaultNetworkError } from './errors.js';
-import { backoffDelay, Transport, type Request, type TransportOptions } from './transport.js';
+import { backoffDelay, requireDelay, Transport, type Request, type TransportOptions } from './transport.js';
 import type { ExternalActivityEvent } from './types.js';
 
 export const DEFAULT_SIDECAR_URL = 'http://127.0.0.1:8084';
@@ -141,10 +141,9 @@ export class Reporter {
     this.maxAttempts = options.maxAttempts ?? Number.POSITIVE_INFINITY;
     this.retry = { retries: 0, minDelayMs: options.minDelayMs ?? 100, maxDelayMs: options.maxDelayMs ?? 5_000 };
     // Refused here, not met later: a NaN delay would retry with no pause, a NaN limit never hold.
-    const delays = { flushIntervalMs: this.flushIntervalMs, closeTimeoutMs: this.closeTimeoutMs, retryForMs: this.retryForMs, ...this.retry };
-    for (const [name, delay] of Object.entries(delays)) {
-      if (name !== 'retries' && (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0)) throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
-    }
+    const { minDelayMs, maxDelayMs } = this.retry;
+    const delays = { flushIntervalMs: this.flushIntervalMs, closeTimeoutMs: this.closeTimeoutMs, retryForMs: this.retryForMs, minDelayMs, maxDelayMs };
+    for (const [name, delay] of Object.entries(delays)) requireDelay(name, delay);
     for (const [name, count] of Object.entries({ batchSize: this.batchSize, maxQueued: this.maxQueued })) {
       if (!Number.isInteger(count) || count < 1) throw new RangeError(`${name} must be a whole number, 1 or more`);
     }

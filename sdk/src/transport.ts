@@ -140,10 +140,13 @@ export function backoffDelay(attempt: number, retry: Required<RetryOptions>): nu
 function retryOptions(given: RetryOptions = {}): Required<RetryOptions> {
   const { retries = 3, minDelayMs = 100, maxDelayMs = 2000 } = given;
   if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retry.retries must be a whole number, 0 or more');
-  for (const [name, delay] of Object.entries({ minDelayMs, maxDelayMs })) {
-    if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0) throw new RangeError(`retry.${name} must be a number of milliseconds, 0 or more`);
-  }
+  for (const [name, delay] of Object.entries({ minDelayMs, maxDelayMs })) requireDelay(`retry.${name}`, delay);
   return { retries, minDelayMs, maxDelayMs };
+}
+
+/** A delay option the client can wait for: a finite number of milliseconds, 0 or more; else a RangeError naming it. */
+export function requireDelay(name: string, delay: unknown): void {
+  if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0) throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
 }
 
 /** Undici's refusals of a request on a pool already closed: the request was not sent. */
