@@ -27,7 +27,7 @@ export class WriterDialect extends SqliteDialect {
     private readonly writerConfig: { database: SqliteDialectDatabase },
     private readonly sqlite: SqliteDatabase.Database,
     /** Reads run on the writer's connection between its transactions (`sqlite-reads.ts`). */
-    private readonly snapshot?: WriterSnapshot,
+    private readonly snapshot: WriterSnapshot,
   ) {
     super(writerConfig);
   }
@@ -70,7 +70,7 @@ class WriterDriver extends SqliteDriver {
   constructor(
     config: { database: SqliteDialectDatabase },
     private readonly sqlite: SqliteDatabase.Database,
-    private readonly snapshot?: WriterSnapshot,
+    private readonly snapshot: WriterSnapshot,
   ) {
     super(config);
   }
@@ -79,7 +79,7 @@ class WriterDriver extends SqliteDriver {
     const inner = await super.acquireConnection();
     this.connection ??= {
       executeQuery: <R>(query: CompiledQuery) => {
-        this.snapshot?.end();
+        this.snapshot.end();
         if (this.transactionOpen && !this.sqlite.inTransaction) return Promise.reject(new TransactionLostError(this.failure));
         // Kysely's SQLite connection fails synchronously (better-sqlite3 is), so no promise
         // is added to every statement's path to see its error.
@@ -91,7 +91,7 @@ class WriterDriver extends SqliteDriver {
         }
       },
       streamQuery: (query, chunkSize) => {
-        this.snapshot?.end();
+        this.snapshot.end();
         return inner.streamQuery(query, chunkSize);
       },
     };
@@ -115,7 +115,7 @@ class WriterDriver extends SqliteDriver {
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     this.transactionOpen = false;
     // A transaction SQLite ended by itself leaves the connection free, and a read may have begun there since.
-    this.snapshot?.end();
+    this.snapshot.end();
     if (this.sqlite.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 }
